@@ -1,0 +1,41 @@
+"""`smart-search` / `python -m smart_search`: read one JSON call on stdin, print one result."""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: smart-search < call.json
+
+Reads ONE JSON object {"tool": "<name>", "args": {...}} from stdin and prints ONE JSON object.
+Tools: smart_search, search_quota_status, search_mark_agent_complete.
+Options: --help, --version
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args:
+        if args in (["--help"], ["-h"]):
+            sys.stdout.write(USAGE)
+            return 0
+        if args == ["--version"]:
+            from . import __version__
+
+            sys.stdout.write(f"smart-search {__version__}\n")
+            return 0
+        sys.stderr.write(f"smart-search: unknown arguments {' '.join(args)!r}\n{USAGE}")
+        return 2
+    from .runner import dumps, handle
+
+    try:
+        raw = sys.stdin.buffer.read(16 * 1024 * 1024 + 1)
+    except Exception:  # noqa: BLE001 - a closed or broken stdin is just empty input
+        raw = b""
+    out = sys.stdout.buffer
+    out.write(dumps(handle(raw)))
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Circuit breaker per provider and per web engine, shared by every process (RULINGS §5).
+
+The predecessor kept its breaker in process memory, so for a one-shot CLI it never fired. Here it
+is a document in the state directory:
+
+    {name: {"state": "closed"|"open"|"half_open", "failures": n, "opened_at": t, "trial_at": t}}
+
+closed → open after `circuit_failure_threshold` consecutive health failures (an error whose
+`counts_for_breaker` is set) → calls skipped with "<Name> circuit is open. Try again later." →
+after `circuit_reset_seconds` exactly one process claims the half-open trial (under the lock) →
+closed on any answer that is not a health failure, open again on a health failure. A trial whose
+process died is given up after `total_timeout_ms` plus a margin, and another process may try.
+
+The common path (closed, nothing to record) only reads the file: no lock, no write.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .config import Settings
+from .errors import CircuitOpen, SearchError, circuit_open
+from .state import StateFile
+
+BREAKER_FILE = "search-breaker.json"
+TRIAL_LEASE_MARGIN_S = 5.0
+
+Document = dict[str, Any]
+
+
+class Breaker:
+    def __init__(self, settings: Settings, clock: Any = time.time) -> None:
+        self.file = StateFile(settings.state_dir, BREAKER_FILE, settings.lock_timeout_ms)
+        self.threshold = settings.circuit_failure_threshold
+        self.reset_s = float(settings.circuit_reset_seconds)
+        self.lease_s = settings.total_timeout_ms / 1000.0 + TRIAL_LEASE_MARGIN_S
+        self.clock = clock
+
+    def admit(self, name: str) -> None:
+        """Return when `name` may be called now; raise CircuitOpen when it may not."""
+        entry = (self.file.read() or {}).get(name)
+        if not entry or entry.get("state") == "closed":
+            return
+        if not self._trial_due(entry, self.clock()):
+            raise CircuitOpen(circuit_open(name))
+
+        def claim(doc: Document | None) -> tuple[Document | None, bool]:
+            doc = doc or {}
+            current = doc.get(name)
+            now = self.clock()
+            if not current or current.get("state") == "closed":
+                return None, True
+            if not self._trial_due(current, now):
+                return None, False
+            current["state"] = "half_open"
+            current["trial_at"] = now
+            return doc, True
+
+        if not self.file.update(claim):
+            raise CircuitOpen(circuit_open(name))
+
+    def record(self, name: str, error: SearchError | None) -> None:
+        """Record how a call to `name` ended: None for success, else the error it raised."""
+        failed = error is not None and error.counts_for_breaker
+        entry = (self.file.read() or {}).get(name)
+        if not failed and (not entry or (entry.get("state") == "closed" and not entry["failures"])):
+            return  # Healthy and already recorded as healthy: nothing to write.
+
+        def change(doc: Document | None) -> tuple[Document, None]:
+            doc = doc or {}
+            now = self.clock()
+            current = doc.get(name) or {"state": "closed", "failures": 0}
+            if not failed:
+                doc[name] = {"state": "closed", "failures": 0}
+                return doc, None
+            current["failures"] = int(current.get("failures", 0)) + 1
+            if current.get("state") == "half_open" or current["failures"] >= self.threshold:
+                current["state"] = "open"
+                current["opened_at"] = now
+            doc[name] = current
+            return doc, None
+
+        self.file.update(change)
+
+    def _trial_due(self, entry: Document, now: float) -> bool:
+        if entry.get("state") == "open":
+            return now >= float(entry.get("opened_at", 0)) + self.reset_s
+        if entry.get("state") == "half_open":
+            return now >= float(entry.get("trial_at", 0)) + self.lease_s
+        return True

@@ -1,0 +1,250 @@
+"""Every failure smart-search can report, as one shallow tree of exception classes.
+
+Providers, engines, the ledger and the config loader translate whatever goes wrong at their edge
+into one of these; the planner and the runner only ever see these classes. Each class carries its
+`error_code` (the closed vocabulary in RULINGS §1, mirrored by `schemas/`) and two policy flags:
+
+- `retryable`: the same request may succeed if sent again soon (timeouts, 5xx, 429 per-second).
+- `counts_for_breaker`: the failure says the service is sick (RULINGS §5), so it feeds the
+  circuit breaker. Auth errors, `no_results` and `parse_error` never do.
+
+Runtime error strings from the spec live here as constants; input-validation strings live in the
+argument schemas under `x-errors` (the schemas drive validation).
+"""
+
+from __future__ import annotations
+
+# Spec §12 strings used at run time (input-validation strings are in schemas/*.args.json).
+ALL_EXHAUSTED = "All search providers exhausted or unavailable."
+FINANCE_BLOCKED = (
+    "Finance and time-sensitive queries require Gemini or Brave API. "
+    "web_fetch fallback is not permitted for this query type."
+)
+LOCKED = "Quota file is locked. Try again."
+CANNOT_READ_CONFIG = "Cannot read openclaw.json. Check OPENCLAW_CONFIG_PATH."
+INVALID_JSON = "Invalid JSON input."
+GEMINI_NOT_CONFIGURED = "GEMINI_API_KEY is not configured in openclaw.json."
+BRAVE_NOT_CONFIGURED = (
+    "Brave Search is not configured. Add BRAVE_API_KEY to openclaw.json to enable it."
+)
+GEMINI_EMPTY = "Gemini returned an empty response."
+BRAVE_EMPTY = "Brave returned no results."
+WEB_FETCH_WARNING = "Result retrieved via web scraping. Quality may be lower than API results."
+
+PROVIDER_LABELS = {
+    "gemini": "Gemini",
+    "brave": "Brave",
+    "google": "Google",
+    "bing": "Bing",
+    "duckduckgo": "DuckDuckGo",
+}
+
+
+def unknown_tool(name: object) -> str:
+    return f"Unknown tool: {_show(name)}"
+
+
+def unknown_agent(agent_id: str) -> str:
+    return f'Unknown agent: "{agent_id}". Add it to openclaw.json to use it.'
+
+
+def agent_not_found(agent_id: str) -> str:
+    return f"Agent {agent_id} not found in quota."
+
+
+def agent_already_complete(agent_id: str) -> str:
+    return f"Agent {agent_id} is already marked complete for today."
+
+
+def circuit_open(name: str) -> str:
+    return f"{PROVIDER_LABELS.get(name, name)} circuit is open. Try again later."
+
+
+def model_unavailable(model: str) -> str:
+    return f"Gemini model {model} is unavailable."
+
+
+def api_error(provider: str, status: int) -> str:
+    return f"{PROVIDER_LABELS.get(provider, provider)} API error: {status}"
+
+
+def _show(value: object, limit: int = 64) -> str:
+    """A short printable rendering of a caller's value for an error message."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+class SearchError(Exception):
+    """Base of every failure smart-search reports; `str()` is the user-facing message."""
+
+    error_code = "internal"
+    retryable = False
+    counts_for_breaker = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        http_status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.http_status = http_status
+        # Seconds the server asked us to wait before trying again (Retry-After, RetryInfo, ...).
+        self.retry_after = retry_after
+
+
+class InvalidInput(SearchError):
+    """The caller's JSON or arguments break the contract."""
+
+    error_code = "invalid_input"
+
+
+class UnknownTool(SearchError):
+    """`tool` names none of the three tools."""
+
+    error_code = "unknown_tool"
+
+
+class UnknownAgent(SearchError):
+    """`strict_agents` is on and the agent is not configured."""
+
+    error_code = "unknown_agent"
+
+
+class ConfigError(SearchError):
+    """openclaw.json is unreadable, malformed, or a value has the wrong type (the key is named)."""
+
+    error_code = "config_error"
+
+
+class NotConfigured(SearchError):
+    """A provider's API key is missing."""
+
+    error_code = "not_configured"
+
+
+class AuthFailed(SearchError):
+    """The provider refused the key or the request (400/401/403/422)."""
+
+    error_code = "auth_failed"
+
+
+class RateLimited(SearchError):
+    """A short-window rate limit (429 per second/minute): heals after a wait."""
+
+    error_code = "rate_limited"
+    retryable = True
+    counts_for_breaker = True
+
+
+class QuotaExhausted(SearchError):
+    """Our ledger or the provider's own daily/monthly quota has no unit left: waiting won't help."""
+
+    error_code = "quota_exhausted"
+
+
+class ProviderOverloaded(SearchError):
+    """503 UNAVAILABLE / overloaded: heals after a wait."""
+
+    error_code = "provider_overloaded"
+    retryable = True
+    counts_for_breaker = True
+
+
+class ServerError(SearchError):
+    """Any other 5xx."""
+
+    error_code = "server_error"
+    retryable = True
+    counts_for_breaker = True
+
+
+class Timeout(SearchError):
+    """The attempt or the whole call ran out of time."""
+
+    error_code = "timeout"
+    retryable = True
+    counts_for_breaker = True
+
+
+class TransportFailure(SearchError):
+    """Connection refused or reset, DNS failure, a truncated body."""
+
+    error_code = "transport_failure"
+    retryable = True
+    counts_for_breaker = True
+
+
+class NoResults(SearchError):
+    """The service answered properly, with nothing."""
+
+    error_code = "no_results"
+
+
+class ParseError(SearchError):
+    """An answer we cannot read: unexpected shape, HTML error page, over the size bound."""
+
+    error_code = "parse_error"
+
+
+class Blocked(SearchError):
+    """A search engine served a CAPTCHA, consent wall or JavaScript shell instead of results."""
+
+    error_code = "blocked"
+    counts_for_breaker = True
+
+
+class AgentNotFound(SearchError):
+    """Status or completion named an agent that is neither configured nor registered today."""
+
+    error_code = "unknown_agent"
+
+
+class AlreadyComplete(SearchError):
+    """search_mark_agent_complete was called twice for one agent on one day."""
+
+    error_code = "invalid_input"
+
+
+class CircuitOpen(SearchError):
+    """The provider's circuit breaker is open; it was not called."""
+
+    error_code = "circuit_open"
+
+
+class ModelUnavailable(SearchError):
+    """Gemini answered 404 for the configured model."""
+
+    error_code = "model_unavailable"
+
+
+class FinanceBlocked(SearchError):
+    """A finance query reached Strategy A's web_fetch tier, which it may not use."""
+
+    error_code = "finance_blocked"
+
+
+class LockTimeout(SearchError):
+    """A shared state file stayed locked past `lock_timeout_ms`."""
+
+    error_code = "lock_timeout"
+
+
+class StateCorrupt(SearchError):
+    """A shared state file is unreadable; it is left in place for the operator."""
+
+    error_code = "state_corrupt"
+
+
+class AllExhausted(SearchError):
+    """Every tier was tried and none answered."""
+
+    error_code = "all_exhausted"
+
+
+class InternalError(SearchError):
+    """A bug: an exception nobody translated."""
+
+    error_code = "internal"

@@ -1,0 +1,56 @@
+"""web_fetch pacing: requests to one engine at least `web_fetch_min_interval_ms` apart across ALL
+processes (RULINGS §5). The predecessor's in-process delay never fired for a one-shot CLI.
+
+Each engine's next free start time is kept in the state directory. A caller claims the next slot
+under the lock and then sleeps only the remainder; if that slot lies beyond its deadline it claims
+nothing and gives up at once, so pacing never pushes a call past `total_timeout_ms`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .config import Settings
+from .errors import PROVIDER_LABELS, Timeout
+from .state import StateFile
+
+PACING_FILE = "search-pacing.json"
+
+
+def wait_for_slot(
+    settings: Settings,
+    engine: str,
+    deadline: float,
+    *,
+    clock: Callable[[], float] = time.time,
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float:
+    """Block until `engine` may be requested; returns the seconds waited."""
+    interval = settings.web_fetch_min_interval_ms / 1000.0
+    state = StateFile(settings.state_dir, PACING_FILE, settings.lock_timeout_ms)
+
+    def claim(doc: dict[str, Any] | None) -> tuple[dict[str, Any] | None, float]:
+        doc = doc or {}
+        now = clock()
+        last = float(doc.get(engine, 0.0))
+        # A slot stamped far in the future by a wrong clock must not stall the engine forever.
+        if last > now + interval:
+            last = now
+        slot = max(now, last + interval)
+        wait = slot - now
+        if monotonic() + wait > deadline:
+            return None, -1.0
+        doc[engine] = slot
+        return doc, wait
+
+    wait = state.update(claim)
+    if wait < 0:
+        raise Timeout(
+            f"{PROVIDER_LABELS[engine]} pacing: the next request slot lies past the deadline."
+        )
+    if wait > 0:
+        sleep(wait)
+    return wait

@@ -1,0 +1,267 @@
+"""Walks a plan's tiers under one deadline: breaker, pacing, quota reserve/refund, the call itself.
+
+The I/O of a tier goes through a `Backends` object: `call_api(provider, query, settings, deadline)`
+→ (Answer, retries) and `fetch_engine(engine, query, settings, deadline)` → list of results. The
+real ones live in `providers/` and `engines/`; tests swap in fakes at this seam.
+
+Failure policy:
+- API tier: no key → skipped (not_configured); breaker open → skipped (circuit_open); no quota
+  unit → skipped (quota_exhausted). Otherwise one unit is reserved before the request and refunded
+  if the request fails.
+- web_fetch tier: a finance query in Strategy A → skipped (finance_blocked); breaker; pacing.
+- Ledger trouble (lock timeout, corrupt file) ends the call at once: spending blind is never safe.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+from . import quota
+from .breaker import Breaker
+from .config import Settings
+from .errors import (
+    ALL_EXHAUSTED,
+    FINANCE_BLOCKED,
+    WEB_FETCH_WARNING,
+    FinanceBlocked,
+    InternalError,
+    LockTimeout,
+    SearchError,
+    StateCorrupt,
+    Timeout,
+)
+from .ledger import Ledger
+from .planner import Tier
+
+
+class Backends(Protocol):
+    def call_api(
+        self, provider: str, query: str, settings: Settings, deadline: float
+    ) -> tuple[Any, int]: ...
+
+    def fetch_engine(
+        self, engine: str, query: str, settings: Settings, deadline: float
+    ) -> list[dict[str, str]]: ...
+
+
+class RealBackends:
+    """The network: imported only when a tier actually runs (httpx, bs4 are costly to import)."""
+
+    def call_api(
+        self, provider: str, query: str, settings: Settings, deadline: float
+    ) -> tuple[Any, int]:
+        from .providers import call_provider
+
+        return call_provider(provider, query, settings, deadline)
+
+    def fetch_engine(
+        self, engine: str, query: str, settings: Settings, deadline: float
+    ) -> list[dict[str, str]]:
+        from .engines import fetch_engine
+
+        return fetch_engine(engine, query, settings, deadline)
+
+
+class Outcome:
+    """What a whole smart_search walk produced, before shaping into the result object."""
+
+    def __init__(self) -> None:
+        self.results: Any = None
+        self.citations: list[dict[str, str]] = []
+        self.provider_used: str | None = None
+        self.engine: str | None = None
+        self.quota_source = "none"
+        self.queries_remaining: int | None = None
+        self.warnings: list[str] = []
+        self.error: SearchError | None = None
+        self.attempts: list[dict[str, Any]] = []
+
+
+def _attempt(tier: Tier, started: float) -> dict[str, Any]:
+    return {
+        "tier": tier.number,
+        "provider": tier.provider,
+        "engine": tier.engine,
+        "outcome": "success",
+        "error_code": None,
+        "error": None,
+        "http_status": None,
+        "retries": 0,
+        "latency_ms": round((time.monotonic() - started) * 1000, 1),
+        "quota_source": None,
+    }
+
+
+def _failed(record: dict[str, Any], err: SearchError, outcome: str) -> dict[str, Any]:
+    record["outcome"] = outcome
+    record["error_code"] = err.error_code
+    record["error"] = err.message
+    record["http_status"] = err.http_status
+    record["retries"] = getattr(err, "retries", 0)
+    return record
+
+
+def run_tiers(
+    tiers: list[Tier],
+    *,
+    agent_id: str,
+    query: str,
+    routed: str,
+    settings: Settings,
+    ledger: Ledger,
+    backends: Backends,
+    deadline: float,
+    breaker: Breaker | None = None,
+    pace: Any = None,
+) -> Outcome:
+    """Try each tier in order until one answers; never raises SearchError except ledger ones."""
+    breaker = breaker or Breaker(settings)
+    if pace is None:
+        from .pacing import wait_for_slot as pace
+    out = Outcome()
+    for tier in tiers:
+        started = time.monotonic()
+        if started >= deadline:
+            err = Timeout("The call's total_timeout_ms ran out before this tier.")
+            out.attempts.append(_failed(_attempt(tier, started), err, "skipped"))
+            continue
+        if tier.is_api:
+            done = _api_tier(
+                tier,
+                out,
+                agent_id,
+                query,
+                routed,
+                settings,
+                ledger,
+                backends,
+                deadline,
+                breaker,
+                started,
+            )
+        else:
+            done = _web_tier(tier, out, query, settings, backends, deadline, breaker, pace, started)
+        if done:
+            return out
+    out.error = _final_error(out.attempts)
+    return out
+
+
+def _api_tier(
+    tier: Tier,
+    out: Outcome,
+    agent_id: str,
+    query: str,
+    routed: str,
+    settings: Settings,
+    ledger: Ledger,
+    backends: Backends,
+    deadline: float,
+    breaker: Breaker,
+    started: float,
+) -> bool:
+    provider = tier.provider
+    if settings.api_keys.get(provider) is None:
+        from .errors import BRAVE_NOT_CONFIGURED, GEMINI_NOT_CONFIGURED, NotConfigured
+
+        message = GEMINI_NOT_CONFIGURED if provider == "gemini" else BRAVE_NOT_CONFIGURED
+        out.attempts.append(_failed(_attempt(tier, started), NotConfigured(message), "skipped"))
+        return False
+    try:
+        breaker.admit(provider)
+    except SearchError as err:
+        if isinstance(err, LockTimeout | StateCorrupt):
+            raise
+        out.attempts.append(_failed(_attempt(tier, started), err, "skipped"))
+        return False
+    try:
+        source, remaining = ledger.reserve(agent_id, provider)
+    except (LockTimeout, StateCorrupt):
+        raise
+    except SearchError as err:
+        out.attempts.append(_failed(_attempt(tier, started), err, "skipped"))
+        return False
+    try:
+        answer, retries = backends.call_api(provider, query, settings, deadline)
+    except SearchError as err:
+        ledger.refund(agent_id, provider, source)
+        breaker.record(provider, err)
+        out.attempts.append(_failed(_attempt(tier, started), err, "failed"))
+        return False
+    except Exception as exc:
+        # A bug in a client must not leave the unit spent, nor hide what happened.
+        ledger.refund(agent_id, provider, source)
+        raise InternalError(f"Internal error: {exc.__class__.__name__}") from exc
+    breaker.record(provider, None)
+    record = _attempt(tier, started)
+    record["retries"] = retries
+    record["quota_source"] = quota.SOURCE_NAMES[source]
+    out.attempts.append(record)
+    out.results = answer.results
+    out.citations = list(answer.citations or [])
+    out.provider_used = provider
+    out.quota_source = quota.SOURCE_NAMES[source]
+    out.queries_remaining = remaining
+    if answer.warning:
+        out.warnings.append(answer.warning)
+    return True
+
+
+def _web_tier(
+    tier: Tier,
+    out: Outcome,
+    query: str,
+    settings: Settings,
+    backends: Backends,
+    deadline: float,
+    breaker: Breaker,
+    pace: Any,
+    started: float,
+) -> bool:
+    engine = tier.engine
+    assert engine is not None
+    if tier.finance_blocked:
+        out.attempts.append(
+            _failed(_attempt(tier, started), FinanceBlocked(FINANCE_BLOCKED), "skipped")
+        )
+        return False
+    try:
+        breaker.admit(engine)
+        pace(settings, engine, deadline)
+    except (LockTimeout, StateCorrupt):
+        raise
+    except SearchError as err:
+        out.attempts.append(_failed(_attempt(tier, started), err, "skipped"))
+        return False
+    try:
+        results = backends.fetch_engine(engine, query, settings, deadline)
+    except SearchError as err:
+        breaker.record(engine, err)
+        out.attempts.append(_failed(_attempt(tier, started), err, "failed"))
+        return False
+    breaker.record(engine, None)
+    record = _attempt(tier, started)
+    record["quota_source"] = "none"
+    out.attempts.append(record)
+    out.results = results
+    out.provider_used = "web_fetch"
+    out.engine = engine
+    out.warnings.append(WEB_FETCH_WARNING)
+    return True
+
+
+def _final_error(attempts: list[dict[str, Any]]) -> SearchError:
+    """The call's one error: the finance block when that is what stopped the last resort, the
+    single cause when every tier failed for the same one, else the spec's "all exhausted"."""
+    from .errors import AllExhausted
+
+    if attempts and attempts[-1]["error_code"] == "finance_blocked":
+        return FinanceBlocked(FINANCE_BLOCKED)
+    causes = {(a["error_code"], a["error"]) for a in attempts}
+    if len(causes) == 1:
+        code, message = causes.pop()
+        err = AllExhausted(message)
+        err.error_code = code
+        return err
+    return AllExhausted(ALL_EXHAUSTED)

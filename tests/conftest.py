@@ -1,0 +1,110 @@
+"""Shared test helpers: isolated state dirs and configs, the real CLI, and result-schema checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMAS = REPO / "schemas"
+RESULT_SCHEMAS = {
+    "smart_search": "smart_search.result.json",
+    "search_quota_status": "search_quota_status.result.json",
+    "search_mark_agent_complete": "search_mark_agent_complete.result.json",
+    None: "error.result.json",
+}
+
+
+def _registry() -> Any:
+    from referencing import Registry, Resource
+
+    resources = []
+    for path in SCHEMAS.glob("*.json"):
+        contents = json.loads(path.read_text())
+        resources.append((contents["$id"], Resource.from_contents(contents)))
+    return Registry().with_resources(resources)
+
+
+_REGISTRY = None
+
+
+def result_validator(tool: str | None) -> Any:
+    global _REGISTRY
+    from jsonschema import Draft202012Validator
+
+    if _REGISTRY is None:
+        _REGISTRY = _registry()
+    schema = json.loads((SCHEMAS / RESULT_SCHEMAS[tool]).read_text())
+    return Draft202012Validator(schema, registry=_REGISTRY)
+
+
+def assert_valid_result(tool: str | None, result: dict[str, Any]) -> None:
+    """Every result the suite produces is checked against the tool's result schema."""
+    errors = sorted(result_validator(tool).iter_errors(result), key=lambda e: e.path)
+    assert not errors, f"{tool} result breaks its schema: {errors[0].message}\n{result}"
+
+
+class Env:
+    """An isolated installation: its own HOME, state dir and openclaw.json."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.state_dir = root / "state"
+        self.config_path = root / "openclaw.json"
+        self.environ = {
+            "HOME": str(root / "home"),
+            "PATH": os.environ.get("PATH", ""),
+            "SMART_SEARCH_STATE_DIR": str(self.state_dir),
+            "OPENCLAW_CONFIG_PATH": str(self.config_path),
+        }
+        self.write_config({})
+
+    def write_config(self, config: dict[str, Any], *, env: dict[str, str] | None = None) -> None:
+        """Write `config` in OpenClaw's layout: skills.entries["smart-search"].config."""
+        entry: dict[str, Any] = {"config": config}
+        if env:
+            entry["env"] = env
+        doc = {"skills": {"entries": {"smart-search": entry}}}
+        self.config_path.write_text(json.dumps(doc))
+
+    def settings(self) -> Any:
+        from smart_search.config import load_settings
+
+        return load_settings(self.environ)
+
+    def call(self, tool: str | None, args: dict[str, Any] | None = None, **options: Any) -> Any:
+        """In-process call through the runner (the whole contract minus the process)."""
+        from smart_search.runner import handle
+
+        request: dict[str, Any] = {"tool": tool}
+        if args is not None:
+            request["args"] = args
+        result = handle(json.dumps(request).encode(), self.environ, **options)
+        assert_valid_result(tool if tool in RESULT_SCHEMAS else None, result)
+        return result
+
+    def run_cli(self, payload: bytes | str, *, timeout: float = 60) -> subprocess.CompletedProcess:
+        """The real thing: `python -m smart_search` in a fresh process."""
+        data = payload.encode() if isinstance(payload, str) else payload
+        return subprocess.run(
+            [sys.executable, "-m", "smart_search"],
+            input=data,
+            capture_output=True,
+            env=self.environ,
+            timeout=timeout,
+            cwd=str(self.root),
+        )
+
+    def quota_doc(self) -> dict[str, Any]:
+        return json.loads((self.state_dir / "search-quota.json").read_text())
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Env:
+    return Env(tmp_path)
