@@ -93,6 +93,9 @@ class SearchError(Exception):
         self.http_status = http_status
         # Seconds the server asked us to wait before trying again (Retry-After, RetryInfo, ...).
         self.retry_after = retry_after
+        # Filled in by the retry loop: retries made, and each attempt's wall time.
+        self.retries = 0
+        self.attempt_latencies_ms: list[int] = []
 
 
 class InvalidInput(SearchError):

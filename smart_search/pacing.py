@@ -30,14 +30,16 @@ def wait_for_slot(
 ) -> float:
     """Block until `engine` may be requested; returns the seconds waited."""
     interval = settings.web_fetch_min_interval_ms / 1000.0
+    horizon = settings.total_timeout_ms / 1000.0 + interval
     state = StateFile(settings.state_dir, PACING_FILE, settings.lock_timeout_ms)
 
     def claim(doc: dict[str, Any] | None) -> tuple[dict[str, Any] | None, float]:
         doc = doc or {}
         now = clock()
         last = float(doc.get(engine, 0.0))
-        # A slot stamped far in the future by a wrong clock must not stall the engine forever.
-        if last > now + interval:
+        # Callers never claim a slot past their deadline, so one further ahead than that was
+        # stamped by a clock that has since moved back: it must not stall the engine forever.
+        if last > now + horizon:
             last = now
         slot = max(now, last + interval)
         wait = slot - now

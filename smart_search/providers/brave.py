@@ -1,0 +1,202 @@
+"""Brave Web Search API: the wire format, both ways.
+
+Quirks worth knowing:
+- `q` takes at most 400 characters and 50 words; longer queries are refused, so they are cut at
+  a word boundary here and the caller is told (`fit_query`).
+- Titles and descriptions carry `<strong>` highlighting and HTML entities (`&#x27;`): results
+  are returned as plain text.
+- A bad subscription token is a 422, not a 401.
+- 429 is either the per-second limit (`RATE_LIMITED`: retry after about a second) or the
+  monthly quota (`QUOTA_LIMITED`, or the monthly window of `X-RateLimit-Remaining` at 0):
+  waiting will not help. The `X-RateLimit-*` headers list one value per window, per-second first,
+  in the order of `X-RateLimit-Policy`; they may be absent.
+- Errors come as one `error` object or as an `errors` array; both are read.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import orjson
+
+from .. import errors
+from ..config import Settings
+from ..http import HttpRequest, HttpResponse, retry_after_seconds
+from . import Answer
+
+PATH = "/res/v1/web/search"
+MAX_QUERY_CHARS = 400
+MAX_QUERY_WORDS = 50
+
+_TAG = re.compile(r"<[^>]*>")
+_SPACE = re.compile(r"\s+")
+# A window of a day or longer is a quota, not a rate limit.
+_QUOTA_WINDOW_S = 86400
+_WINDOW = re.compile(r";\s*w\s*=\s*(\d+)")
+
+
+def fit_query(query: str) -> tuple[str, str | None]:
+    """`query` cut to Brave's 400 characters and 50 words at a word boundary, and a warning
+    saying so when it had to be cut (None when it fits as it is)."""
+    words = query.split()
+    if len(query) <= MAX_QUERY_CHARS and len(words) <= MAX_QUERY_WORDS:
+        return query, None
+    if not words:
+        return "", None
+    kept: list[str] = []
+    length = 0
+    for word in words[:MAX_QUERY_WORDS]:
+        extra = len(word) + (1 if kept else 0)
+        if length + extra > MAX_QUERY_CHARS:
+            break
+        kept.append(word)
+        length += extra
+    fitted = " ".join(kept) if kept else words[0][:MAX_QUERY_CHARS]
+    if fitted == " ".join(words):
+        # Only runs of whitespace were over the limit: nothing the user wrote was dropped.
+        return fitted, None
+    warning = (
+        f"Query shortened to {len(fitted.split())} words ({len(fitted)} characters) for Brave, "
+        f"which accepts at most {MAX_QUERY_CHARS} characters and {MAX_QUERY_WORDS} words."
+    )
+    return fitted, warning
+
+
+def build_request(query: str, settings: Settings) -> HttpRequest:
+    """GET with the subscription token in its header; the query is fitted to Brave's limits."""
+    secret = settings.api_keys.get("brave")
+    if secret is None:
+        raise errors.NotConfigured(errors.BRAVE_NOT_CONFIGURED)
+    fitted, _ = fit_query(query)
+    return HttpRequest(
+        "GET",
+        settings.endpoints["brave"] + PATH,
+        params={"q": fitted, "count": str(settings.brave_count)},
+        headers={"X-Subscription-Token": secret.reveal(), "Accept": "application/json"},
+    )
+
+
+def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
+    """`[{title, url, snippet}]` in plain text, or the `errors` class the response stands for."""
+    if not 200 <= resp.status < 300:
+        raise classify_error(resp)
+    try:
+        data = orjson.loads(resp.body)
+    except orjson.JSONDecodeError:
+        raise errors.ParseError(
+            "Brave returned a response that is not JSON.", http_status=resp.status
+        ) from None
+    if not isinstance(data, dict):
+        raise _shape_error(resp)
+    web = data.get("web")
+    if web is None:
+        # A search with no web hits omits `web` entirely (see brave-empty.json).
+        if data.get("type") == "search" or "query" in data:
+            raise errors.NoResults(errors.BRAVE_EMPTY, http_status=resp.status)
+        raise _shape_error(resp)
+    raw_results = web.get("results", []) if isinstance(web, dict) else None
+    if not isinstance(raw_results, list):
+        raise _shape_error(resp)
+    results = [r for r in (_result(item) for item in raw_results) if r is not None]
+    if not results:
+        raise errors.NoResults(errors.BRAVE_EMPTY, http_status=resp.status)
+    return Answer(results=results)
+
+
+def classify_error(resp: HttpResponse) -> errors.SearchError:
+    """The error for a non-2xx status; the body and headers only refine a 429."""
+    status = resp.status
+    message = errors.api_error("brave", status)
+    if status == 429:
+        if "QUOTA_LIMITED" in _error_codes(resp.body) or _quota_window_spent(resp.headers):
+            return errors.QuotaExhausted(message, http_status=status)
+        wait = _first_reset(resp.headers)
+        if wait is None:
+            wait = retry_after_seconds(resp.headers)
+        return errors.RateLimited(message, http_status=status, retry_after=wait)
+    if status == 408:
+        return errors.Timeout(message, http_status=status)
+    if status == 503:
+        return errors.ProviderOverloaded(
+            message, http_status=status, retry_after=retry_after_seconds(resp.headers)
+        )
+    if status >= 500:
+        return errors.ServerError(
+            message, http_status=status, retry_after=retry_after_seconds(resp.headers)
+        )
+    if 400 <= status < 500:
+        # 422 SUBSCRIPTION_TOKEN_INVALID, 401, 403, 400, and any other refusal.
+        return errors.AuthFailed(message, http_status=status)
+    return errors.ParseError(f"Brave answered with unexpected status {status}.", http_status=status)
+
+
+def plain_text(value: object) -> str:
+    """Brave's highlighted HTML fragment as plain text: tags dropped, entities decoded."""
+    if not isinstance(value, str):
+        return ""
+    return _SPACE.sub(" ", html.unescape(_TAG.sub("", value))).strip()
+
+
+def _result(item: object) -> dict[str, str] | None:
+    if not isinstance(item, dict):
+        return None
+    url = item.get("url")
+    if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+        return None
+    return {
+        "title": plain_text(item.get("title")),
+        "url": url,
+        "snippet": plain_text(item.get("description")),
+    }
+
+
+def _shape_error(resp: HttpResponse) -> errors.ParseError:
+    return errors.ParseError("Brave returned JSON in an unexpected shape.", http_status=resp.status)
+
+
+def _error_codes(body: bytes) -> set[str]:
+    """The `code` of the `error` object or of each entry in the `errors` array."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return set()
+    if not isinstance(data, dict):
+        return set()
+    entries: list[Any] = [data.get("error")]
+    if isinstance(data.get("errors"), list):
+        entries.extend(data["errors"])
+    return {e["code"] for e in entries if isinstance(e, dict) and isinstance(e.get("code"), str)}
+
+
+def _header_list(headers: dict[str, str], name: str) -> list[str]:
+    value = headers.get(name)
+    return [v.strip() for v in value.split(",")] if value else []
+
+
+def _quota_window_spent(headers: dict[str, str]) -> bool:
+    """True when a window of a day or longer (the monthly quota) has nothing remaining."""
+    remaining = _header_list(headers, "x-ratelimit-remaining")
+    policy = _header_list(headers, "x-ratelimit-policy")
+    windows = [_WINDOW.search(p) for p in policy]
+    for index, value in enumerate(remaining):
+        if value != "0":
+            continue
+        if len(windows) == len(remaining):
+            found = windows[index]
+            if found and int(found.group(1)) >= _QUOTA_WINDOW_S:
+                return True
+        elif index >= 1:
+            # No usable policy header: Brave's documented order puts the monthly window second.
+            return True
+    return False
+
+
+def _first_reset(headers: dict[str, str]) -> float | None:
+    """Seconds until the per-second window resets (the first `X-RateLimit-Reset` value)."""
+    values = _header_list(headers, "x-ratelimit-reset")
+    try:
+        return max(0.0, float(values[0])) if values else None
+    except ValueError:
+        return None

@@ -1,0 +1,213 @@
+"""Gemini `generateContent` with Google Search grounding: the wire format, both ways.
+
+Quirks worth knowing:
+- The key travels only in the `x-goog-api-key` header; the `?key=` form would put it in URLs
+  (and so in proxy and server logs).
+- One answer can arrive as several text parts; thinking models add parts flagged `"thought":
+  true`, which are reasoning, not the answer.
+- Citations come from `groundingMetadata.groundingChunks[].web`; their `uri` is a
+  `vertexaisearch.cloud.google.com/grounding-api-redirect/...` link and their `title` a bare domain.
+- A blocked prompt is a 200 with no candidates and `promptFeedback.blockReason`; a blocked or
+  truncated answer is a candidate without text. Both are "empty", not malformed.
+- 429 is two different things: a per-minute limit (retry after `RetryInfo.retryDelay`) or a
+  per-day quota (`QuotaFailure` quota id containing "PerDay"): waiting will not help.
+- Error bodies can echo the request, key included: no body text is ever copied into a message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from .. import errors
+from ..config import Settings
+from ..http import HttpRequest, HttpResponse, retry_after_seconds
+from . import Answer
+
+PATH = "/v1beta/models/{model}:generateContent"
+
+_RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+_QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)s\s*")
+# "Please retry in 21.417306518s." in the error message, used only without RetryInfo.
+_RETRY_IN_TEXT = re.compile(r"retry in (\d+(?:\.\d+)?)s\b", re.IGNORECASE)
+
+
+def build_request(query: str, settings: Settings) -> HttpRequest:
+    """POST the query with the google_search tool enabled; the key goes in a header only."""
+    secret = settings.api_keys.get("gemini")
+    if secret is None:
+        raise errors.NotConfigured(errors.GEMINI_NOT_CONFIGURED)
+    url = settings.endpoints["gemini"] + PATH.format(model=quote(settings.gemini_model, safe=""))
+    return HttpRequest(
+        "POST",
+        url,
+        headers={"x-goog-api-key": secret.reveal(), "Accept": "application/json"},
+        json={
+            "contents": [{"role": "user", "parts": [{"text": query}]}],
+            "tools": [{"google_search": {}}],
+        },
+    )
+
+
+def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
+    """The answer text and its citations, or the `errors` class the response stands for."""
+    if not 200 <= resp.status < 300:
+        raise classify_error(resp, settings)
+    data = _json_object(resp)
+    candidates = data.get("candidates")
+    if candidates is None:
+        if "promptFeedback" in data or "usageMetadata" in data:
+            # No candidates at all: the prompt was blocked or nothing was generated.
+            raise errors.NoResults(errors.GEMINI_EMPTY, http_status=resp.status)
+        raise _shape_error(resp)
+    if not isinstance(candidates, list):
+        raise _shape_error(resp)
+    if not candidates:
+        raise errors.NoResults(errors.GEMINI_EMPTY, http_status=resp.status)
+    first = candidates[0]
+    if not isinstance(first, dict):
+        raise _shape_error(resp)
+    text = _answer_text(first, resp).strip()
+    if not text:
+        # SAFETY, RECITATION, MAX_TOKENS spent on thinking...: nothing usable came back.
+        raise errors.NoResults(errors.GEMINI_EMPTY, http_status=resp.status)
+    return Answer(results=text, citations=_citations(first))
+
+
+def classify_error(resp: HttpResponse, settings: Settings) -> errors.SearchError:
+    """The error for a non-2xx status; decided by the status, the body only refines a 429."""
+    status = resp.status
+    message = errors.api_error("gemini", status)
+    if status == 404:
+        return errors.ModelUnavailable(
+            errors.model_unavailable(settings.gemini_model), http_status=status
+        )
+    if status == 429:
+        details, text = _error_details(resp.body)
+        if _is_per_day_quota(details):
+            return errors.QuotaExhausted(message, http_status=status)
+        wait = _retry_delay(details)
+        if wait is None:
+            found = _RETRY_IN_TEXT.search(text)
+            wait = float(found.group(1)) if found else retry_after_seconds(resp.headers)
+        return errors.RateLimited(message, http_status=status, retry_after=wait)
+    if status == 408:
+        return errors.Timeout(message, http_status=status)
+    if status == 503:
+        return errors.ProviderOverloaded(
+            message, http_status=status, retry_after=retry_after_seconds(resp.headers)
+        )
+    if status >= 500:
+        return errors.ServerError(
+            message, http_status=status, retry_after=retry_after_seconds(resp.headers)
+        )
+    if 400 <= status < 500:
+        # 400 API_KEY_INVALID, 401, 403, and any other refusal of the request itself.
+        return errors.AuthFailed(message, http_status=status)
+    # 1xx/3xx: redirects are not followed for API calls; this is not an answer we can read.
+    return errors.ParseError(
+        f"Gemini answered with unexpected status {status}.", http_status=status
+    )
+
+
+def _json_object(resp: HttpResponse) -> dict[str, Any]:
+    try:
+        data = orjson.loads(resp.body)
+    except orjson.JSONDecodeError:
+        raise errors.ParseError(
+            "Gemini returned a response that is not JSON.", http_status=resp.status
+        ) from None
+    if not isinstance(data, dict):
+        raise _shape_error(resp)
+    return data
+
+
+def _shape_error(resp: HttpResponse) -> errors.ParseError:
+    return errors.ParseError(
+        "Gemini returned JSON in an unexpected shape.", http_status=resp.status
+    )
+
+
+def _answer_text(candidate: dict[str, Any], resp: HttpResponse) -> str:
+    content = candidate.get("content")
+    if content is None:
+        return ""
+    if not isinstance(content, dict):
+        raise _shape_error(resp)
+    parts = content.get("parts", [])
+    if not isinstance(parts, list):
+        raise _shape_error(resp)
+    texts = []
+    for part in parts:
+        if not isinstance(part, dict) or part.get("thought") is True:
+            continue
+        text = part.get("text")
+        if isinstance(text, str):
+            texts.append(text)
+    # Parts are consecutive pieces of one answer, not paragraphs: join them as they are.
+    return "".join(texts)
+
+
+def _citations(candidate: dict[str, Any]) -> list[dict[str, str]]:
+    metadata = candidate.get("groundingMetadata")
+    chunks = metadata.get("groundingChunks") if isinstance(metadata, dict) else None
+    if not isinstance(chunks, list):
+        return []
+    seen: set[str] = set()
+    out = []
+    for chunk in chunks:
+        web = chunk.get("web") if isinstance(chunk, dict) else None
+        if not isinstance(web, dict):
+            continue
+        url = web.get("uri")
+        if not isinstance(url, str) or not url.startswith(("https://", "http://")) or url in seen:
+            continue
+        seen.add(url)
+        title = web.get("title")
+        out.append({"title": title if isinstance(title, str) else "", "url": url})
+    return out
+
+
+def _error_details(body: bytes) -> tuple[list[dict[str, Any]], str]:
+    """`error.details` and `error.message` of a Google RPC error body; junk gives nothing."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return [], ""
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return [], ""
+    details = error.get("details")
+    message = error.get("message")
+    return (
+        [d for d in details if isinstance(d, dict)] if isinstance(details, list) else [],
+        message if isinstance(message, str) else "",
+    )
+
+
+def _is_per_day_quota(details: list[dict[str, Any]]) -> bool:
+    for detail in details:
+        if detail.get("@type") != _QUOTA_FAILURE:
+            continue
+        violations = detail.get("violations")
+        for violation in violations if isinstance(violations, list) else []:
+            quota_id = violation.get("quotaId") if isinstance(violation, dict) else None
+            if isinstance(quota_id, str) and "perday" in quota_id.lower():
+                return True
+    return False
+
+
+def _retry_delay(details: list[dict[str, Any]]) -> float | None:
+    """`RetryInfo.retryDelay` ("17s", "1.5s": protobuf Duration JSON) in seconds."""
+    for detail in details:
+        if detail.get("@type") != _RETRY_INFO:
+            continue
+        delay = detail.get("retryDelay")
+        found = _DURATION.fullmatch(delay) if isinstance(delay, str) else None
+        if found:
+            return float(found.group(1))
+    return None
