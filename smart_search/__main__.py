@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         sys.stderr.write(f"smart-search: unknown arguments {' '.join(args)!r}\n{USAGE}")
         return 2
+    # This process never runs an event loop: keep httpcore from importing its optional trio
+    # backend (~80 ms) when trio happens to be installed. Library users are not affected.
+    sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
     from .runner import dumps, handle
 
     try:

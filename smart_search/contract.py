@@ -95,12 +95,20 @@ def _fail(schema: dict[str, Any], keyword: str, value: Any, name: str | None) ->
         # A rule with no message of its own still fails clearly rather than silently passing.
         where = f" {name}" if name else ""
         template = f"Invalid argument{where}: fails {keyword}."
-    shown = value if isinstance(value, str) else orjson.dumps(value).decode()
+    shown = value if isinstance(value, str) else _render(value)
     if len(shown) > 64:
         shown = shown[:64] + "…"
     message = template.replace("{value}", shown).replace("{name}", str(name))
     cls = ERROR_CLASSES[schema.get("x-error-code", "invalid_input")]
     return cls(message)
+
+
+def _render(value: Any) -> str:
+    """JSON text of a caller's value for a message; repr when orjson cannot (huge integers)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
 
 
 def _type_ok(expected: str | list[str], value: Any) -> bool:

@@ -208,11 +208,15 @@ def _perform(request: HttpRequest, budget: float, on_trace: Any) -> HttpResponse
     headers = {"user-agent": DEFAULT_USER_AGENT, "accept-encoding": ACCEPT_ENCODING}
     headers.update({name.lower(): value for name, value in request.headers.items()})
     loopback = _is_loopback(request.url)
+    follow = request.follow_redirects and not carries_key
+    tls = speaks_tls(request)
     client = httpx.Client(
         timeout=httpx.Timeout(budget),
-        follow_redirects=request.follow_redirects and not carries_key,
+        follow_redirects=follow,
         cookies=request.cookies or None,
-        verify=_ssl_context(),
+        verify=_ssl_context() if tls else False,
+        # Without a verifying context, no hop may leave plain http (see speaks_tls).
+        event_hooks={} if tls else {"request": [_refuse_tls_hop]},
         # A loopback address is never reached through a proxy from the environment.
         trust_env=not loopback,
     )
@@ -231,6 +235,27 @@ def _perform(request: HttpRequest, budget: float, on_trace: Any) -> HttpResponse
             body = decoder.finish()
             lowered = {name.lower(): value for name, value in response.headers.items()}
             return HttpResponse(response.status_code, lowered, body)
+
+
+def speaks_tls(request: HttpRequest) -> bool:
+    """Whether the exchange can need TLS. Building a verifying context loads the CA bundle
+    (~180 ms here), so plain-http requests (loopback only) skip it; a redirect from one to
+    https is refused by `_refuse_tls_hop` rather than followed unverified."""
+    return not request.url.startswith("http:")
+
+
+def _refuse_tls_hop(hop: Any) -> None:
+    if hop.url.scheme != "http":
+        raise errors.ParseError(f"Refused a redirect from plain http to {hop.url.scheme}.")
+
+
+def warm(request: HttpRequest) -> None:
+    """Pay the one-off costs of `send` now (imports, TLS context), e.g. before a paced slot."""
+    import httpcore._sync.connection_pool  # noqa: F401
+    import httpx  # noqa: F401
+
+    if speaks_tls(request):
+        _ssl_context()
 
 
 _SSL_CONTEXT: ssl.SSLContext | None = None

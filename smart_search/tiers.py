@@ -15,6 +15,7 @@ Failure policy:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from . import quota
@@ -25,7 +26,6 @@ from .errors import (
     FINANCE_BLOCKED,
     WEB_FETCH_WARNING,
     FinanceBlocked,
-    InternalError,
     LockTimeout,
     SearchError,
     StateCorrupt,
@@ -41,8 +41,16 @@ class Backends(Protocol):
     ) -> tuple[Any, int]: ...
 
     def fetch_engine(
-        self, engine: str, query: str, settings: Settings, deadline: float
-    ) -> list[dict[str, str]]: ...
+        self,
+        engine: str,
+        query: str,
+        settings: Settings,
+        deadline: float,
+        before_send: Callable[[], object],
+    ) -> list[dict[str, str]]:
+        """Fetch and parse one engine page; call `before_send` (the pacing wait) last thing
+        before the request leaves."""
+        ...
 
 
 class RealBackends:
@@ -56,11 +64,16 @@ class RealBackends:
         return call_provider(provider, query, settings, deadline)
 
     def fetch_engine(
-        self, engine: str, query: str, settings: Settings, deadline: float
+        self,
+        engine: str,
+        query: str,
+        settings: Settings,
+        deadline: float,
+        before_send: Callable[[], object],
     ) -> list[dict[str, str]]:
         from .engines import fetch_engine
 
-        return fetch_engine(engine, query, settings, deadline)
+        return fetch_engine(engine, query, settings, deadline, before_send)
 
 
 class Outcome:
@@ -189,10 +202,11 @@ def _api_tier(
         breaker.record(provider, err)
         out.attempts.append(_failed(_attempt(tier, started), err, "failed"))
         return False
-    except Exception as exc:
-        # A bug in a client must not leave the unit spent, nor hide what happened.
+    except BaseException:
+        # A bug in a client (or an interrupt) must not leave the unit spent; the runner turns
+        # the exception into `internal` and records its traceback.
         ledger.refund(agent_id, provider, source)
-        raise InternalError(f"Internal error: {exc.__class__.__name__}") from exc
+        raise
     breaker.record(provider, None)
     record = _attempt(tier, started)
     record["retries"] = retries
@@ -228,15 +242,27 @@ def _web_tier(
         return False
     try:
         breaker.admit(engine)
-        pace(settings, engine, deadline)
     except (LockTimeout, StateCorrupt):
         raise
     except SearchError as err:
         out.attempts.append(_failed(_attempt(tier, started), err, "skipped"))
         return False
+    paced = False
+
+    def wait_for_slot() -> None:
+        nonlocal paced
+        pace(settings, engine, deadline)
+        paced = True
+
     try:
-        results = backends.fetch_engine(engine, query, settings, deadline)
+        results = backends.fetch_engine(engine, query, settings, deadline, wait_for_slot)
+    except (LockTimeout, StateCorrupt):
+        raise
     except SearchError as err:
+        if not paced:
+            # No slot before the deadline: nothing was sent, so the engine's health is unknown.
+            out.attempts.append(_failed(_attempt(tier, started), err, "skipped"))
+            return False
         breaker.record(engine, err)
         out.attempts.append(_failed(_attempt(tier, started), err, "failed"))
         return False

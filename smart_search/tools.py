@@ -10,7 +10,7 @@ from typing import Any
 
 from .config import Settings
 from .errors import SearchError, UnknownAgent, unknown_agent
-from .ledger import Ledger, today
+from .ledger import Ledger
 
 TOOLS = ("smart_search", "search_quota_status", "search_mark_agent_complete")
 
@@ -105,7 +105,8 @@ def smart_search(
     else:
         from .sanitize import sanitize_results
 
-        clean = sanitize_results(outcome.results)
+        # An answer string keeps its paragraphs; titles and snippets are single lines.
+        clean = sanitize_results(outcome.results, keep_newlines=isinstance(outcome.results, str))
         result["results"], result["truncated"] = output.cap_results(
             clean, settings.max_result_chars
         )
@@ -192,6 +193,3 @@ def call_tool(
         return search_mark_agent_complete(args, settings)
     except SearchError as err:
         return search_error_result(err) if tool == "smart_search" else error_result(err)
-
-
-__all__ = ["TOOLS", "call_tool", "completion_message", "today"]

@@ -1,0 +1,188 @@
+"""Bing web search, scraped from www.bing.com/search (spec §6: Strategy B, tier 2).
+
+Quirks worth knowing:
+- Organic results are `<li class="b_algo">` in `ol#b_results`, title in `h2 > a`, snippet in a
+  `p` of `div.b_caption` (lately `p.b_lineclamp2`).
+- Every link is a click-tracking redirect: `https://www.bing.com/ck/a?!&&p=...&u=a1<base64url>`.
+  The target is the `u` parameter without its "a1" prefix, base64url-encoded without padding;
+  the padding is restored before decoding. A link that cannot be decoded is dropped rather
+  than returned as a bing.com wrapper.
+- Ads sit in `li.b_ad` blocks (`b_adTop`, `b_adBottom`), carry a `b_adSlug` label, and link
+  through `bing.com/aclick`: all dropped.
+- The bot challenge ("One last step", a Cloudflare Turnstile widget in `div.captcha`) keeps
+  Bing's full page chrome, including `b_results` in its CSS: it is detected by the challenge
+  markup, never by the absence of a word.
+- A normal results page carries "There are no results for ..." inside its scripts (a Copilot
+  string), so an empty result is only recognised from the visible `li.b_no` block.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
+
+from ..config import Settings
+from ..http import HttpRequest
+from . import (
+    BROWSER_HEADERS,
+    add_result,
+    by_class,
+    class_prefixed,
+    classify_page,
+    first_by_class,
+    has_class,
+    parse_html,
+    text_of,
+    web_url,
+)
+
+if TYPE_CHECKING:
+    from lxml.html import HtmlElement
+
+NAME = "bing"
+LABEL = "Bing"
+PATH = "/search"
+
+# Bing's own pages that are navigation, not results.
+_INTERNAL_PATHS = (
+    "/search",
+    "/images",
+    "/videos",
+    "/news",
+    "/maps",
+    "/shop",
+    "/aclick",
+    "/ck/",
+    "/copilotsearch",
+    "/travel",
+)
+_CHALLENGE_TEXT = (b"one last step", b"solve the challenge below")
+
+
+def build_request(query: str, settings: Settings) -> HttpRequest:
+    """GET /search in English for the US market (`setlang` for the interface, `cc` for the
+    market), the parameters Bing's own search box sends."""
+    params = {"q": query, "setlang": "en", "cc": "US", "form": "QBLH"}
+    return HttpRequest(
+        "GET",
+        settings.endpoints[NAME] + PATH,
+        params=params,
+        headers=dict(BROWSER_HEADERS),
+        follow_redirects=True,
+    )
+
+
+def parse(body: bytes) -> list[dict[str, str]]:
+    """Organic results of a Bing page, or Blocked / NoResults / ParseError."""
+    root = parse_html(body, NAME)
+    return classify_page(
+        NAME,
+        body,
+        challenged=_is_challenge(root),
+        results=_results(root),
+        no_results=lambda: _is_no_results(root),
+        challenge_text=_CHALLENGE_TEXT,
+    )
+
+
+def _is_challenge(root: HtmlElement) -> bool:
+    if root.get_element_by_id("turnstile-widget", None) is not None:
+        return True
+    return first_by_class(root, "div", "captcha") is not None
+
+
+def _is_no_results(root: HtmlElement) -> bool:
+    for element in root.iter("li", "div"):
+        if has_class(element, "b_no"):
+            return True
+    container = root.get_element_by_id("b_results", None)
+    return container is not None and "there are no results for" in text_of(container).lower()
+
+
+def _results(root: HtmlElement) -> list[dict[str, str]]:
+    results: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for item in by_class(root, "li", "b_algo"):
+        if _is_ad(item):
+            continue
+        anchor = _title_link(item)
+        if anchor is None:
+            continue
+        url = target_url(anchor.get("href"))
+        title = text_of(anchor)
+        if url is None or not title:
+            continue
+        add_result(results, seen, title, url, _snippet(item))
+    return results
+
+
+def _title_link(item: HtmlElement) -> HtmlElement | None:
+    for heading in item.iter("h2"):
+        for anchor in heading.iter("a"):
+            return anchor
+    return None
+
+
+def _is_ad(item: HtmlElement) -> bool:
+    for element in (item, *item.iterancestors()):
+        if class_prefixed(element, "b_ad") or class_prefixed(element, "sb_add"):
+            return True
+    for element in item.iter():
+        if has_class(element, "b_adSlug") or has_class(element, "b_adProvider"):
+            return True
+    return False
+
+
+def target_url(href: str | None) -> str | None:
+    """The real target of a result link: `/ck/a?...&u=a1<base64url>` decoded; ads and Bing's
+    own pages give None."""
+    if not href:
+        return None
+    parts = urlsplit(href.strip())
+    host = (parts.hostname or "").lower()
+    on_bing = not host or host == "bing.com" or host.endswith(".bing.com")
+    if on_bing and parts.path.startswith("/ck/a"):
+        encoded = (parse_qs(parts.query).get("u") or [""])[0]
+        return _internal_or(web_url(decode_u(encoded)))
+    if not host:
+        return None  # relative: Bing navigation
+    return _internal_or(web_url(href))
+
+
+def decode_u(encoded: str) -> str | None:
+    """`a1aHR0cHM6Ly9...` → `https://...`: drop the "a1" marker, restore the base64 padding."""
+    if not encoded.startswith("a1"):
+        return None
+    payload = encoded[2:]
+    payload += "=" * (-len(payload) % 4)
+    try:
+        # validate: a stray character is an error, not silently skipped into a wrong URL
+        return base64.b64decode(payload, altchars=b"-_", validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+
+
+def _internal_or(url: str | None) -> str | None:
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if (host == "bing.com" or host.endswith(".bing.com")) and parts.path.startswith(
+        _INTERNAL_PATHS
+    ):
+        return None
+    return url
+
+
+def _snippet(item: HtmlElement) -> str:
+    caption = first_by_class(item, "div", "b_caption")
+    scope = caption if caption is not None else item
+    for paragraph in scope.iter("p"):
+        # Some markets prefix the snippet with an icon label ("WEB"): not part of the text.
+        icon = first_by_class(paragraph, "span", "algoSlug_icon")
+        text = text_of(paragraph, skip=icon)
+        if text:
+            return text
+    return text_of(caption) if caption is not None else ""

@@ -1,0 +1,245 @@
+"""Google web search, scraped from its results page (spec §6: Strategy B, tier 1).
+
+Quirks worth knowing:
+- Google hands plain HTTP clients one of three pages: the basic (no-JavaScript) results page,
+  where every organic link is wrapped as `/url?q=<target>&sa=U&...` (sometimes `/url?url=`); a
+  JavaScript-required shell (`/httpservice/retry/enablejs` refresh, no results) which is what
+  most clients get since 2025; or a wall: the `/sorry/` CAPTCHA ("Our systems have detected
+  unusual traffic") or, in the EU, the consent page ("Before you continue to Google",
+  a form posting to consent.google.com). The consent page is avoided with the CONSENT / SOCS
+  cookies that public scrapers send.
+- A real results page can ALSO carry the enablejs refresh inside `<noscript>`, so that string
+  only means "blocked" when the page has no results.
+- Organic results are found by their `<h3>` title inside a link, not by Google's generated class
+  names (they change every few months); the class names are only used to find the result's
+  container and snippet, with a fallback when they are gone.
+- Ads (`/aclk?` links, googleadservices.com, the `tads`/`bottomads` blocks, an "Ad"/"Sponsored"
+  label) and Google's own navigation (`/search?q=...` related searches, knowledge-panel links)
+  are dropped. Results that point at Google properties (www.google.com, maps.google.com) are
+  real results and are kept.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
+
+from .. import errors
+from ..config import Settings
+from ..http import HttpRequest
+from . import BROWSER_HEADERS, add_result, has_class, parse_html, text_of, web_url
+
+if TYPE_CHECKING:
+    from lxml.html import HtmlElement
+
+NAME = "google"
+LABEL = "Google"
+PATH = "/search"
+RESULTS_PER_PAGE = 10
+
+# Consent cookies as public scrapers send them: CONSENT=YES+ (the older form) and SOCS, which
+# records "choices made" so EU clients are not redirected to consent.google.com.
+CONSENT_COOKIES = {"CONSENT": "YES+", "SOCS": "CAESHAgBEhIaAB"}
+
+# Containers of one result: the basic page's block, then the JavaScript page's.
+_CONTAINER_CLASSES = ("Gx5Zad", "g", "MjjYud", "tF2Cxc", "N54PNb")
+# Snippet holders: basic page, then JavaScript page.
+_SNIPPET_CLASSES = ("s3v9rd", "VwiC3b", "IsZvec", "lEBKkf", "st")
+_AD_BLOCK_IDS = frozenset(("tads", "tadsb", "bottomads", "tvcap"))
+_AD_LABELS = frozenset(("ad", "ads", "sponsored", "sponsored result"))
+_GOOGLE_HOST = re.compile(r"(^|\.)google(\.[a-z]{2,3}){1,2}$")
+# Paths on a Google host that are Google's own machinery, not a result.
+_INTERNAL_PATHS = (
+    "/search",
+    "/url",
+    "/sorry",
+    "/setprefs",
+    "/preferences",
+    "/advanced_search",
+    "/webhp",
+    "/aclk",
+    "/httpservice",
+)
+
+_JS_SHELL = (
+    b"/httpservice/retry/enablejs",
+    b"please click here if you are not redirected",
+    b"enable javascript",
+    b"turn on javascript",
+)
+_NO_RESULTS = (b"did not match any documents", b"no results found for")
+_CAPTCHA = (b"unusual traffic", b"/sorry/index", b"g-recaptcha", b"captcha-form")
+_CONSENT = (b"consent.google.", b"before you continue to google")
+
+
+def build_request(query: str, settings: Settings) -> HttpRequest:
+    """GET /search for the basic results page, English, ten results, no personalisation."""
+    params = {
+        "q": query,
+        "hl": "en",
+        "num": str(RESULTS_PER_PAGE),
+        "ie": "UTF-8",
+        "oe": "UTF-8",
+        "pws": "0",  # no personalised results: the same query gives the same page
+        "gbv": "1",  # "basic version": the no-JavaScript page where Google still serves one
+    }
+    return HttpRequest(
+        "GET",
+        settings.endpoints[NAME] + PATH,
+        params=params,
+        headers=dict(BROWSER_HEADERS),
+        follow_redirects=True,
+        cookies=dict(CONSENT_COOKIES),
+    )
+
+
+def parse(body: bytes) -> list[dict[str, str]]:
+    """Organic results of a Google page, or Blocked / NoResults / ParseError."""
+    root = parse_html(body, NAME)
+    _raise_if_wall(root)
+    results = _results(root)
+    if results:
+        return results
+    # No results: only now may page-wide phrases decide (a snippet may quote "unusual traffic").
+    raw = body.lower()
+    if any(marker in raw for marker in _CAPTCHA):
+        raise errors.Blocked("Google served a CAPTCHA (unusual traffic) page.")
+    if any(marker in raw for marker in _CONSENT):
+        raise errors.Blocked("Google served its consent page instead of results.")
+    # Before the JavaScript check: an empty results page may carry the same <noscript> refresh.
+    if any(marker in raw for marker in _NO_RESULTS):
+        raise errors.NoResults("Google found no results for this query.")
+    if any(marker in raw for marker in _JS_SHELL):
+        raise errors.Blocked("Google served a JavaScript-required page instead of results.")
+    raise errors.ParseError("Google returned a page with no recognisable results.")
+
+
+def _raise_if_wall(root: HtmlElement) -> None:
+    """Blocked when the page's structure is a CAPTCHA or consent wall, whatever else it holds."""
+    for form in root.iter("form"):
+        action = (form.get("action") or "").lower()
+        if form.get("id") == "captcha-form" or "/sorry/" in action:
+            raise errors.Blocked("Google served a CAPTCHA (unusual traffic) page.")
+        if "consent.google." in action or "consent.youtube." in action:
+            raise errors.Blocked("Google served its consent page instead of results.")
+    if root.get_element_by_id("recaptcha", None) is not None:
+        raise errors.Blocked("Google served a CAPTCHA (unusual traffic) page.")
+
+
+def _results(root: HtmlElement) -> list[dict[str, str]]:
+    results: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for heading in root.iter("h3"):
+        anchor = _anchor_of(heading)
+        if anchor is None:
+            continue  # a heading without a link: knowledge panel, "Related searches"
+        url = target_url(anchor.get("href"))
+        if url is None:
+            continue
+        container = _container_of(anchor)
+        if _is_ad(anchor, container):
+            continue
+        title = text_of(heading)
+        if not title:
+            continue
+        add_result(results, seen, title, url, _snippet(container, anchor))
+    return results
+
+
+def _anchor_of(heading: HtmlElement) -> HtmlElement | None:
+    """The link a result title sits in (basic and JS pages) or holds (older pages)."""
+    for ancestor in heading.iterancestors("a"):
+        return ancestor
+    for anchor in heading.iter("a"):
+        return anchor
+    return None
+
+
+def target_url(href: str | None) -> str | None:
+    """The real target of a result link, or None for ads and Google's own links."""
+    if not href:
+        return None
+    href = href.strip()
+    parts = urlsplit(href)
+    host = (parts.hostname or "").lower()
+    if parts.path == "/url" and (not host or _GOOGLE_HOST.search(host)):
+        query = parse_qs(parts.query)
+        wrapped = (query.get("q") or query.get("url") or [None])[0]
+        return _external(web_url(wrapped))
+    # Relative links (/search?q=..., /aclk?..., /preferences) are Google's own: web_url refuses.
+    return _external(web_url(href))
+
+
+def _external(url: str | None) -> str | None:
+    """None for ad redirects and for Google's own pages; the URL itself otherwise."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if host.endswith(("googleadservices.com", "doubleclick.net")):
+        return None
+    if _GOOGLE_HOST.search(host) and parts.path.startswith(_INTERNAL_PATHS):
+        return None
+    if host == "webcache.googleusercontent.com":
+        return None
+    return url
+
+
+def _container_of(anchor: HtmlElement) -> HtmlElement:
+    """The result's block: the nearest ancestor with a known container class, else the link's
+    grandparent (class names change; the fallback still finds a nearby snippet)."""
+    for depth, ancestor in enumerate(anchor.iterancestors()):
+        if depth > 8:
+            break
+        classes = (ancestor.get("class") or "").split()
+        if any(name in classes for name in _CONTAINER_CLASSES):
+            return ancestor
+    parent = anchor.getparent()
+    if parent is None:
+        return anchor
+    grandparent = parent.getparent()
+    return grandparent if grandparent is not None else parent
+
+
+def _is_ad(anchor: HtmlElement, container: HtmlElement) -> bool:
+    href = anchor.get("href") or ""
+    if "/aclk?" in href or "googleadservices.com" in href:
+        return True
+    if container.get("data-text-ad") is not None:
+        return True
+    for ancestor in container.iterancestors():
+        if ancestor.get("id") in _AD_BLOCK_IDS:
+            return True
+    # The basic page marks an ad with a standalone "Ad" / "Sponsored" label.
+    for element in container.iter("span", "div"):
+        if (
+            element.text
+            and len(element) == 0
+            and element.text.strip().lower() in _AD_LABELS
+            and next(element.iterancestors("a"), None) is None  # a sitelink may read "Ads"
+        ):
+            return True
+    return False
+
+
+def _snippet(container: HtmlElement, anchor: HtmlElement) -> str:
+    """The innermost snippet block outside the title link; the container's other text when
+    Google's class names are unknown."""
+    for name in _SNIPPET_CLASSES:
+        candidates = [
+            element
+            for element in container.iter("div", "span")
+            if has_class(element, name) and not _inside(element, anchor)
+        ]
+        for element in candidates:
+            if any(has_class(inner, name) for inner in element.iterdescendants("div", "span")):
+                continue  # an outer wrapper (snippet + sitelinks): the inner one is the snippet
+            text = text_of(element)
+            if text:
+                return text
+    return text_of(container, skip=anchor)
+
+
+def _inside(element: HtmlElement, ancestor: HtmlElement) -> bool:
+    return any(parent is ancestor for parent in element.iterancestors())

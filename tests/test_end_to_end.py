@@ -1,0 +1,369 @@
+"""End to end: the real CLI, providers, engines, ledger and state files against loopback fakes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import FakeServer, Reply, fixture_bytes
+
+from tests.conftest import Env, assert_valid_result
+
+SERP = Path(__file__).parent / "fixtures" / "serp"
+WARNING = "Result retrieved via web scraping. Quality may be lower than API results."
+GEMINI_PATH_PREFIX = "/v1beta/models/"
+BRAVE_PATH = "/res/v1/web/search"
+GEMINI_KEY = "SENTINEL-GEMINI-KEY-5c1d9e"
+BRAVE_KEY = "SENTINEL-BRAVE-KEY-8a7f20"
+
+
+def page(name: str) -> bytes:
+    return (SERP / name).read_bytes()
+
+
+def html(name: str, status: int = 200) -> Reply:
+    return Reply(status, page(name), {"content-type": "text/html; charset=utf-8"})
+
+
+def api(name: str, status: int = 200, **headers: str) -> Reply:
+    return Reply(status, fixture_bytes(name), {"content-type": "application/json", **headers})
+
+
+@pytest.fixture
+def fake() -> Any:
+    with FakeServer() as server:
+        yield server
+
+
+def gemini_path(model: str = "gemini-flash-latest") -> str:
+    return f"{GEMINI_PATH_PREFIX}{model}:generateContent"
+
+
+def configure(env: Env, fake: FakeServer, **config: Any) -> None:
+    base = {
+        "endpoints": {
+            name: fake.url for name in ("gemini", "brave", "google", "bing", "duckduckgo")
+        },
+        "web_fetch_min_interval_ms": 0,
+        "retry_base_delay": 10,
+        "agent_allocations": {
+            "stock-analysis": {"gemini": 15, "brave": 0},
+            "tech-news": {"gemini": 3, "brave": 2},
+            "general": {"gemini": 20, "brave": 5},
+        },
+    }
+    base.update(config)
+    env.write_config(base)
+    env.environ["GEMINI_API_KEY"] = GEMINI_KEY
+    env.environ["BRAVE_API_KEY"] = BRAVE_KEY
+
+
+def cli_search(env: Env, query: str, agent: str, **extra: Any) -> dict[str, Any]:
+    call = {"tool": "smart_search", "args": {"query": query, "agent_id": agent, **extra}}
+    proc = env.run_cli(json.dumps(call))
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert_valid_result("smart_search", result)
+    return result
+
+
+SPEC_KEYS = (
+    "provider_used",
+    "queries_remaining",
+    "quota_source",
+    "fallback_used",
+    "warning",
+    "web_fetch_engine",
+)
+
+
+def spec_view(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: result[k] for k in SPEC_KEYS}
+
+
+# --- the spec's six worked examples, for real -------------------------------------------------
+
+
+def test_example_1_google_page_answers_the_general_agent(env: Env, fake: FakeServer) -> None:
+    configure(env, fake)
+    fake.route("/search", html("google/basic-results-google.html"))
+    r = cli_search(env, "today AAPL stock price", "general")
+    assert spec_view(r) == {
+        "provider_used": "web_fetch",
+        "queries_remaining": 20,
+        "quota_source": "none",
+        "fallback_used": True,
+        "warning": WARNING,
+        "web_fetch_engine": "google",
+    }
+    assert len(r["results"]) == 10
+    assert (
+        r["results"][0]["title"] == "Google" and r["results"][0]["url"] == "https://www.google.com/"
+    )
+    assert not fake.requests_to(BRAVE_PATH) and not fake.requests_to(gemini_path())
+
+
+def test_example_2_blocked_scrapers_then_gemini(env: Env, fake: FakeServer) -> None:
+    configure(env, fake)
+    fake.route("/search", html("google/blocked-sorry.html", 429))  # Google and Bing share /search
+    fake.route(gemini_path(), api("gemini-ok.json"))
+    r = cli_search(env, "today AAPL stock price", "general")
+    assert spec_view(r) == {
+        "provider_used": "gemini",
+        "queries_remaining": 19,
+        "quota_source": "agent_allocation",
+        "fallback_used": False,
+        "warning": None,
+        "web_fetch_engine": None,
+    }
+    assert isinstance(r["results"], str) and r["results"]
+    assert r["citations"] and all(c["url"].startswith("https://") for c in r["citations"])
+    assert [(a["engine"], a["error_code"]) for a in r["attempts"][:2]] == [
+        ("google", "blocked"),
+        ("bing", "blocked"),
+    ]
+
+
+def test_example_2b_bing_captcha_page_is_blocked_not_results(env: Env, fake: FakeServer) -> None:
+    configure(
+        env,
+        fake,
+        endpoints={
+            "bing": fake.url + "/bing",
+            "google": fake.url,
+            "gemini": fake.url,
+            "brave": fake.url,
+            "duckduckgo": fake.url,
+        },
+    )
+    fake.route("/search", html("google/blocked-sorry.html"))
+    fake.route("/bing/search", html("bing/blocked-captcha.html"))
+    fake.route(gemini_path(), api("gemini-ok.json"))
+    r = cli_search(env, "today AAPL stock price", "general")
+    assert r["provider_used"] == "gemini"
+    assert [a["error_code"] for a in r["attempts"][:2]] == ["blocked", "blocked"]
+
+
+def test_example_3_plain_query_from_google(env: Env, fake: FakeServer) -> None:
+    configure(env, fake, default_provider="gemini")
+    fake.route("/search", html("google/basic-results-google.html"))
+    r = cli_search(env, "best noise-cancelling headphones 2025", "general")
+    assert spec_view(r) == {
+        "provider_used": "web_fetch",
+        "queries_remaining": 20,
+        "quota_source": "none",
+        "fallback_used": True,
+        "warning": WARNING,
+        "web_fetch_engine": "google",
+    }
+
+
+def test_example_4_scheduled_finance_query_on_gemini(env: Env, fake: FakeServer) -> None:
+    configure(env, fake)
+    fake.route(gemini_path(), api("gemini-ok.json"))
+    for _ in range(3):
+        cli_search(env, "NSE market open today", "stock-analysis")
+    r = cli_search(env, "NSE market open today", "stock-analysis")
+    assert spec_view(r) == {
+        "provider_used": "gemini",
+        "queries_remaining": 11,
+        "quota_source": "agent_allocation",
+        "fallback_used": False,
+        "warning": None,
+        "web_fetch_engine": None,
+    }
+    sent = fake.requests_to(gemini_path())
+    assert len(sent) == 4 and sent[0].headers["x-goog-api-key"] == GEMINI_KEY
+    assert sent[0].json()["tools"] == [{"google_search": {}}]
+
+
+def exhaust(env: Env, fake: FakeServer) -> None:
+    """As in test_planner: limits equal the allocations, and both scheduled agents spent theirs."""
+    from smart_search.ledger import Ledger
+
+    configure(env, fake, providers={"gemini": {"daily_limit": 38}, "brave": {"daily_limit": 7}})
+    fake.route(gemini_path(), api("gemini-ok.json"))
+    ledger = Ledger(env.settings())
+    for agent, provider, n in (
+        ("stock-analysis", "gemini", 15),
+        ("tech-news", "gemini", 3),
+        ("tech-news", "brave", 2),
+    ):
+        for _ in range(n):
+            ledger.reserve(agent, provider)
+
+
+def test_example_5_exhausted_finance_query_is_refused(env: Env, fake: FakeServer) -> None:
+    exhaust(env, fake)
+    r = cli_search(env, "NSE market open today", "stock-analysis")
+    assert r["error"] == (
+        "Finance and time-sensitive queries require Gemini or Brave API. "
+        "web_fetch fallback is not permitted for this query type."
+    )
+    assert (r["results"], r["provider_used"], r["queries_remaining"], r["quota_source"]) == (
+        None,
+        None,
+        0,
+        "none",
+    )
+    assert fake.requests == []  # nothing was sent anywhere
+
+
+def test_example_6_exhausted_plain_query_goes_to_duckduckgo(env: Env, fake: FakeServer) -> None:
+    exhaust(env, fake)
+    fake.route("/html/", html("duckduckgo/html-results-caffeine.html"))
+    r = cli_search(env, "latest AI research papers", "tech-news")
+    assert spec_view(r) == {
+        "provider_used": "web_fetch",
+        "queries_remaining": 0,
+        "quota_source": "none",
+        "fallback_used": True,
+        "warning": WARNING,
+        "web_fetch_engine": "duckduckgo",
+    }
+    assert len(r["results"]) == 9
+    assert r["results"][0]["url"] == "https://www.sleepfoundation.org/nutrition/caffeine-and-sleep"
+
+
+def test_duckduckgo_challenge_is_never_results(env: Env, fake: FakeServer) -> None:
+    exhaust(env, fake)
+    fake.route("/html/", html("duckduckgo/blocked-challenge.html"))
+    r = cli_search(env, "latest AI research papers", "tech-news")
+    assert r["results"] is None and r["attempts"][-1]["error_code"] == "blocked"
+
+
+# --- quota flow under real concurrency --------------------------------------------------------
+
+
+def test_24_concurrent_searches_spend_exactly_the_brave_budget(env: Env, fake: FakeServer) -> None:
+    configure(
+        env,
+        fake,
+        providers={"brave": {"daily_limit": 10}},
+        agent_allocations={"cron": {"gemini": 0, "brave": 5}},
+        lock_timeout_ms=60000,
+    )
+    env.environ.pop("GEMINI_API_KEY")
+    fake.route(BRAVE_PATH, api("brave-ok.json"))
+    fake.route("/html/", html("duckduckgo/html-results-caffeine.html"))
+    call = json.dumps({"tool": "smart_search", "args": {"query": "nasa news", "agent_id": "cron"}})
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "smart_search"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env.environ,
+        )
+        for _ in range(24)
+    ]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(call.encode(), timeout=120)
+        assert proc.returncode == 0 and err == b""
+        results.append(json.loads(out))
+    for result in results:
+        assert_valid_result("smart_search", result)
+    sources = sorted((r["provider_used"], r["quota_source"]) for r in results)
+    assert sources.count(("brave", "agent_allocation")) == 5
+    assert sources.count(("brave", "provider_direct")) == 5
+    assert sources.count(("web_fetch", "none")) == 14
+    assert len(fake.requests_to(BRAVE_PATH)) == 10
+    status = env.call("search_quota_status")
+    assert status["providers"]["brave"]["used"] == 10
+    assert status["agents"]["cron"]["brave"] == {"allocated": 5, "used": 10, "remaining": 0}
+
+
+# --- key safety, end to end -------------------------------------------------------------------
+
+
+def test_sentinel_keys_never_leak_even_when_echoed(env: Env, fake: FakeServer) -> None:
+    configure(env, fake, retry_max_attempts=2)
+    echo = {
+        "error": {
+            "code": 400,
+            "message": f"API key not valid: {GEMINI_KEY}",
+            "status": "INVALID_ARGUMENT",
+        }
+    }
+    fake.route(gemini_path(), Reply(400, json=echo))
+    fake.route(
+        BRAVE_PATH,
+        Reply(
+            422,
+            json={
+                "error": {"detail": f"bad token {BRAVE_KEY}", "code": "SUBSCRIPTION_TOKEN_INVALID"}
+            },
+        ),
+    )
+    fake.route("/html/", Reply(500, f"<html>{GEMINI_KEY} {BRAVE_KEY}</html>"))
+    call = json.dumps(
+        {
+            "tool": "smart_search",
+            "args": {"query": "plain words", "agent_id": "a", "force_provider": "gemini"},
+        }
+    )
+    proc = env.run_cli(call)
+    result = json.loads(proc.stdout)
+    assert result["error_code"] == "all_exhausted"
+    assert [a["error"] for a in result["attempts"][:2]] == [
+        "Gemini API error: 400",
+        "Brave API error: 422",
+    ]
+    written = b"".join(p.read_bytes() for p in env.state_dir.rglob("*") if p.is_file())
+    for key in (GEMINI_KEY, BRAVE_KEY):
+        for where in (proc.stdout, proc.stderr, written):
+            assert key.encode() not in where
+        for request in fake.requests:
+            assert key not in request.target
+    assert fake.requests_to(gemini_path())[0].headers["x-goog-api-key"] == GEMINI_KEY
+    assert fake.requests_to(BRAVE_PATH)[0].headers["x-subscription-token"] == BRAVE_KEY
+
+
+# --- one deadline -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reply", [Reply(200, delay=60), Reply(200, b"x" * 100, trickle_delay=1.0)])
+def test_a_stalling_provider_cannot_hold_the_call_past_its_deadline(
+    env: Env, fake: FakeServer, reply: Reply
+) -> None:
+    configure(env, fake, total_timeout_ms=2000, request_timeout_ms=10000)
+    env.environ.pop("GEMINI_API_KEY")
+    fake.route(BRAVE_PATH, reply)
+    fake.route("/html/", reply)
+    started = time.monotonic()
+    r = env.call("smart_search", {"query": "nasa news", "agent_id": "cron"})
+    elapsed = time.monotonic() - started
+    assert elapsed < 2.0 + 0.5, elapsed
+    assert r["error"] is not None and r["attempts"][0]["error_code"] == "timeout"
+    assert env.call("search_quota_status")["providers"]["brave"]["used"] == 0  # refunded
+
+
+# --- pacing, seen by the server ---------------------------------------------------------------
+
+
+def test_engine_requests_are_paced_across_processes(env: Env, fake: FakeServer) -> None:
+    configure(env, fake, web_fetch_min_interval_ms=400, lock_timeout_ms=20000)
+    fake.route("/search", html("google/basic-results-google.html"))
+    call = json.dumps({"tool": "smart_search", "args": {"query": "pace", "agent_id": "general"}})
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "smart_search"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env.environ,
+        )
+        for _ in range(5)
+    ]
+    for proc in procs:
+        out, _ = proc.communicate(call.encode(), timeout=60)
+        assert json.loads(out)["web_fetch_engine"] == "google"
+    arrivals = sorted(r.arrived for r in fake.requests_to("/search"))
+    assert len(arrivals) == 5
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
+    assert min(gaps) >= 0.38, gaps

@@ -1,0 +1,670 @@
+"""web_fetch engines: real results pages, hand-written edge pages, requests and HTTP statuses.
+
+The real pages under tests/fixtures/serp/ are byte-identical copies of the shared fixtures (see
+their README for where they come from); they are never edited to make a parser pass.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from fakes import FakeServer, Reply
+
+from smart_search import errors
+from smart_search.engines import (
+    ENGINES,
+    bing,
+    classify_status,
+    duckduckgo,
+    engine_module,
+    fetch_engine,
+    google,
+)
+from smart_search.http import HttpResponse
+
+SERP = Path(__file__).parent / "fixtures" / "serp"
+
+REAL_RESULTS = [
+    (
+        "duckduckgo",
+        "duckduckgo/html-results-caffeine.html",
+        9,
+        "Caffeine and Sleep Problems",
+        "https://www.sleepfoundation.org/nutrition/caffeine-and-sleep",
+    ),
+    (
+        "bing",
+        "bing/results-javascript-tutorial.html",
+        10,
+        "JavaScript Tutorial - W3Schools",
+        "https://www.w3schools.com/Js/",
+    ),
+    ("google", "google/basic-results-google.html", 10, "Google", "https://www.google.com/"),
+]
+REAL_BLOCKED = [
+    ("duckduckgo", "duckduckgo/blocked-challenge.html"),
+    ("bing", "bing/blocked-captcha.html"),
+    ("google", "google/blocked-sorry.html"),
+]
+LABELS = {"google": "Google", "bing": "Bing", "duckduckgo": "DuckDuckGo"}
+TAG = re.compile(r"<[A-Za-z/!][^>]*>")
+
+
+def page(name: str) -> bytes:
+    return (SERP / name).read_bytes()
+
+
+def html(body: str) -> bytes:
+    return f"<!DOCTYPE html><html><head><title>t</title></head><body>{body}</body></html>".encode()
+
+
+def assert_well_formed(engine: str, results: list[dict[str, Any]]) -> None:
+    assert results, "a success has at least one result"
+    for result in results:
+        assert set(result) == {"title", "url", "snippet"}
+        assert all(isinstance(value, str) for value in result.values())
+        assert result["title"].strip()
+        parts = urlsplit(result["url"])
+        assert parts.scheme in ("http", "https") and parts.hostname, result["url"]
+        assert not is_engine_wrapper(engine, result["url"]), result["url"]
+        for field in ("title", "snippet"):
+            text = result[field]
+            assert not TAG.search(text), text
+            assert text == " ".join(text.split()), f"whitespace not collapsed: {text!r}"
+    urls = [result["url"] for result in results]
+    assert len(urls) == len(set(urls))
+
+
+def is_engine_wrapper(engine: str, url: str) -> bool:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if engine == "google":
+        return host.endswith("google.com") and parts.path in ("/url", "/aclk", "/search")
+    if engine == "bing":
+        return host.endswith("bing.com") and parts.path.startswith(("/ck/", "/aclick"))
+    return host.endswith("duckduckgo.com") and parts.path.startswith(("/l/", "/y.js"))
+
+
+# --- real pages -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("engine", "name", "count", "title", "url"), REAL_RESULTS)
+def test_real_results_page(engine: str, name: str, count: int, title: str, url: str) -> None:
+    results = engine_module(engine).parse(page(name))
+    assert len(results) == count
+    assert results[0]["title"] == title
+    assert results[0]["url"] == url
+    assert results[0]["snippet"]
+    assert_well_formed(engine, results)
+
+
+@pytest.mark.parametrize(("engine", "name"), REAL_BLOCKED)
+def test_real_blocked_page(engine: str, name: str) -> None:
+    with pytest.raises(errors.Blocked) as caught:
+        engine_module(engine).parse(page(name))
+    assert caught.value.error_code == "blocked"
+    assert LABELS[engine] in str(caught.value)
+
+
+def test_real_google_page_keeps_results_pointing_at_google_properties() -> None:
+    urls = [r["url"] for r in google.parse(page("google/basic-results-google.html"))]
+    assert "https://maps.google.com/" in urls
+    assert "https://www.google.com/imghp?hl=EN" in urls  # %3F / %3D decoded
+    # Knowledge-panel and related-search links are not results.
+    assert not any("wikipedia.org" in u or "/search" in u for u in urls)
+
+
+def test_real_bing_page_mentions_no_results_only_in_scripts() -> None:
+    body = page("bing/results-javascript-tutorial.html")
+    assert b"There are no results for" in body  # a Copilot string inside a script
+    assert len(bing.parse(body)) == 10
+
+
+def test_real_duckduckgo_snippets_are_plain_text() -> None:
+    first = duckduckgo.parse(page("duckduckgo/html-results-caffeine.html"))[0]
+    assert first["snippet"].startswith("Drinking caffeine too close to bedtime")
+
+
+@pytest.mark.parametrize("name", ["duckduckgo/blocked-challenge.html", "bing/blocked-captcha.html"])
+def test_challenge_pages_are_blocked_even_under_another_engine(name: str) -> None:
+    # A wall is never a results page: no engine finds results in another engine's wall.
+    for engine in ENGINES:
+        with pytest.raises((errors.Blocked, errors.ParseError)):
+            engine_module(engine).parse(page(name))
+
+
+def test_parse_time_is_under_30ms_median() -> None:
+    for engine, name, *_ in REAL_RESULTS + [(e, n, 0, "", "") for e, n in REAL_BLOCKED]:
+        module = engine_module(engine)
+        body = page(name)
+        times = []
+        for _ in range(9):
+            started = time.perf_counter()
+            try:
+                module.parse(body)
+            except errors.SearchError:
+                pass
+            times.append(time.perf_counter() - started)
+        assert statistics.median(times) < 0.030, (name, statistics.median(times))
+
+
+# --- Google, hand-written ---------------------------------------------------------------------
+
+
+def g_result(href: str, title: str, snippet: str, extra: str = "") -> str:
+    return (
+        f'<div><div class="Gx5Zad fP1Qef xpd EtOod pkphOe">{extra}<div class="egMi0 kCrYT">'
+        f'<a href="{href}"><div class="DnJfK"><div class="j039Wc"><h3 class="zBAuLc l97dzf">'
+        f'<div class="BNeawe vvjwJb AP7Wnd">{title}</div></h3></div>'
+        f'<div class="sCuL3"><div class="BNeawe UPmit AP7Wnd">site</div></div></div></a></div>'
+        f'<div class="kCrYT"><div><div class="BNeawe s3v9rd AP7Wnd">{snippet}</div></div></div>'
+        f"</div></div>"
+    )
+
+
+ORGANIC = g_result("/url?q=https://example.org/page&amp;sa=U&amp;ved=x", "Organic", "Real text")
+
+
+def test_google_drops_ads_and_keeps_the_organic_result() -> None:
+    body = html(
+        '<div id="tads">'
+        + g_result("/url?q=https://shop.example/&amp;sa=U", "Ad in the ad block", "buy")
+        + "</div>"
+        + g_result("/aclk?sa=l&amp;ai=x&amp;adurl=https://shop.example/", "Aclk ad", "buy")
+        + g_result(
+            "/url?q=https://labelled.example/&amp;sa=U",
+            "Labelled ad",
+            "buy",
+            extra="<span>Ad</span>",
+        )
+        + g_result("https://www.googleadservices.com/pagead/aclk?x=1", "Adservices", "buy")
+        + ORGANIC
+    )
+    assert google.parse(body) == [
+        {"title": "Organic", "url": "https://example.org/page", "snippet": "Real text"}
+    ]
+
+
+def test_google_drops_its_own_links_and_unwraps_url_param() -> None:
+    body = html(
+        g_result("/search?q=related&amp;sa=X", "Related search", "x")
+        + g_result("https://www.google.com/search?q=other", "Absolute search link", "x")
+        + g_result("/url?url=https://example.net/a%3Fb%3D1&amp;sa=U", "Url form", "y")
+        + '<span><h3 class="zBAuLc"><div>Heading without link</div></h3></span>'
+        + g_result("/url?q=javascript:alert(1)&amp;sa=U", "Script", "z")
+    )
+    assert google.parse(body) == [
+        {"title": "Url form", "url": "https://example.net/a?b=1", "snippet": "y"}
+    ]
+
+
+def test_google_sitelink_named_ads_does_not_make_an_ad() -> None:
+    sitelink = '<span class="BNeawe"><a href="/url?q=https://ads.google.com/">Ads</a></span>'
+    body = html(g_result("/url?q=https://www.google.com/&amp;sa=U", "Google", "Search" + sitelink))
+    assert [r["title"] for r in google.parse(body)] == ["Google"]
+
+
+def test_google_javascript_layout_is_parsed_too() -> None:
+    body = html(
+        '<div id="search"><div class="MjjYud"><div class="g"><div><a href="https://example.com/x">'
+        '<h3 class="LC20lb">Direct link</h3><cite>example.com</cite></a></div>'
+        '<div class="VwiC3b">A <em>plain</em>   snippet.</div></div></div></div>'
+    )
+    assert google.parse(body) == [
+        {"title": "Direct link", "url": "https://example.com/x", "snippet": "A plain snippet."}
+    ]
+
+
+ENABLEJS = (
+    '<noscript><meta content="0;url=/httpservice/retry/enablejs?sei=abc" '
+    'http-equiv="refresh"></noscript>'
+)
+
+
+def test_google_results_page_with_enablejs_noscript_is_a_success() -> None:
+    results = google.parse(html(ENABLEJS + ORGANIC))
+    assert [r["url"] for r in results] == ["https://example.org/page"]
+
+
+def test_google_snippet_quoting_unusual_traffic_is_not_a_captcha() -> None:
+    body = html(g_result("/url?q=https://news.example/&amp;sa=U", "News", "unusual traffic seen"))
+    assert google.parse(body)[0]["snippet"] == "unusual traffic seen"
+
+
+@pytest.mark.parametrize(
+    ("body", "word"),
+    [
+        (
+            '<noscript><meta content="0;url=/httpservice/retry/enablejs?sei=abc" '
+            'http-equiv="refresh"></noscript><div>Please click here if you are not redirected'
+            "</div>",
+            "JavaScript",
+        ),
+        (
+            '<form action="https://consent.google.com/save" method="POST">'
+            '<input type="submit" value="Accept all"></form>',
+            "consent",
+        ),
+        ("<h1>Before you continue to Google</h1><p>We use cookies</p>", "consent"),
+        (
+            '<form id="captcha-form" action="index" method="post"><div id="recaptcha"></div>'
+            "</form>Our systems have detected unusual traffic from your computer network.",
+            "CAPTCHA",
+        ),
+        ('<form action="/sorry/index" method="post"></form>' + ORGANIC, "CAPTCHA"),
+    ],
+)
+def test_google_walls_are_blocked(body: str, word: str) -> None:
+    with pytest.raises(errors.Blocked, match=word):
+        google.parse(html(body))
+
+
+@pytest.mark.parametrize("noscript", ["", ENABLEJS])
+def test_google_no_results_page(noscript: str) -> None:
+    body = html(
+        noscript + '<div id="main"><div class="card-section"><p>Your search - <b>zxqv</b> - '
+        "did not match any documents.</p></div></div>"
+    )
+    with pytest.raises(errors.NoResults, match="Google"):
+        google.parse(body)
+
+
+# --- Bing, hand-written -----------------------------------------------------------------------
+
+
+def ck(url: str) -> str:
+    encoded = base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+    return f"https://www.bing.com/ck/a?!&amp;&amp;p=abc&amp;ptn=3&amp;u=a1{encoded}&amp;ntb=1"
+
+
+def b_result(href: str, title: str, snippet: str, cls: str = "b_algo", extra: str = "") -> str:
+    return (
+        f'<li class="{cls}" data-id>{extra}<h2><a href="{href}">{title}</a></h2>'
+        f'<div class="b_caption"><p class="b_lineclamp2">{snippet}</p></div></li>'
+    )
+
+
+def test_bing_drops_ads_and_decodes_the_organic_result() -> None:
+    body = html(
+        '<ol id="b_results">'
+        '<li class="b_ad b_adTop"><ul>'
+        + b_result(ck("https://top-ad.example/"), "Top ad", "buy", cls="b_algo")
+        + "</ul></li>"
+        + b_result("https://www.bing.com/aclick?ld=x&amp;u=y", "Aclick ad", "buy")
+        + '<li class="b_ad b_adBottom"><ul>'
+        + b_result(ck("https://bottom-ad.example/"), "Bottom ad", "buy", cls="b_adLastChild")
+        + "</ul></li>"
+        + b_result(
+            ck("https://ads.example/"), "Slugged ad", "buy", extra='<div class="b_adSlug">Ad</div>'
+        )
+        + b_result(ck("https://example.org/a?b=1&c=2"), "Organic <strong>one</strong>", "Text")
+        + "</ol>"
+    )
+    assert bing.parse(body) == [
+        {"title": "Organic one", "url": "https://example.org/a?b=1&c=2", "snippet": "Text"}
+    ]
+
+
+def test_bing_link_forms() -> None:
+    body = html(
+        '<ol id="b_results">'
+        + b_result("https://direct.example/", "Direct", "d")
+        + b_result("https://www.bing.com/ck/a?!&amp;u=zzNotA1&amp;ntb=1", "Undecodable", "u")
+        + b_result("/search?q=more", "Internal", "i")
+        + b_result(ck("https://www.bing.com/images/search?q=x"), "Wrapped internal", "w")
+        + "</ol>"
+    )
+    assert [r["url"] for r in bing.parse(body)] == ["https://direct.example/"]
+
+
+@pytest.mark.parametrize("length", range(1, 9))
+def test_bing_decode_u_restores_any_padding(length: int) -> None:
+    url = "https://e.example/" + "x" * length
+    encoded = base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+    assert bing.decode_u("a1" + encoded) == url
+    assert bing.decode_u(encoded) is None  # no "a1" marker
+    assert bing.decode_u("a1!!!") is None
+
+
+def test_bing_no_results_page() -> None:
+    body = html(
+        '<ol id="b_results"><li class="b_no"><h1>There are no results for <strong>zxqv</strong>'
+        "</h1><ul><li>Check your spelling</li></ul></li></ol>"
+    )
+    with pytest.raises(errors.NoResults, match="Bing"):
+        bing.parse(body)
+
+
+@pytest.mark.parametrize(
+    ("header", "text"),
+    [
+        ("One last step", "Please solve the challenge below to continue"),
+        ("Ostatni krok", "Rozwiąż zadanie poniżej, aby kontynuować"),  # markup alone decides
+    ],
+)
+def test_bing_challenge_markup_is_blocked_even_with_results_css(header: str, text: str) -> None:
+    body = html(
+        "<style>#b_results .b_algo{color:red}</style>"
+        f'<div class="captcha"><div class="captcha_header">{header}</div>'
+        f'<div class="captcha_text">{text}</div><div id="turnstile-widget"></div></div>'
+    )
+    with pytest.raises(errors.Blocked, match="Bing"):
+        bing.parse(body)
+
+
+# --- DuckDuckGo, hand-written -----------------------------------------------------------------
+
+
+def d_result(href: str, title: str, snippet: str, cls: str = "") -> str:
+    return (
+        f'<div class="result results_links results_links_deep web-result {cls}">'
+        f'<div class="links_main links_deep result__body"><h2 class="result__title">'
+        f'<a rel="nofollow" class="result__a" href="{href}">{title}</a></h2>'
+        f'<a class="result__snippet" href="{href}">{snippet}</a></div></div>'
+    )
+
+
+def uddg(url: str) -> str:
+    from urllib.parse import quote
+
+    return f"//duckduckgo.com/l/?uddg={quote(url, safe='')}&amp;rut=abc"
+
+
+def test_duckduckgo_drops_ads_and_unwraps_the_organic_result() -> None:
+    tracker = "https://duckduckgo.com/y.js?ad_domain=shop.example&u3=https%3A%2F%2Fshop.example"
+    body = html(
+        '<div class="serp__results"><div id="links" class="results">'
+        + d_result(uddg("https://shop.example/"), "Ad by class", "buy", cls="result--ad")
+        + d_result(tracker, "Tracker link", "buy")
+        + d_result(uddg(tracker), "Ad hidden in uddg", "buy")
+        + d_result(uddg("https://example.org/a b?x=1&y=2"), "Organic <b>one</b>", "Text <b>b</b>.")
+        + "</div></div>"
+    )
+    assert duckduckgo.parse(body) == [
+        {"title": "Organic one", "url": "https://example.org/a b?x=1&y=2", "snippet": "Text b."}
+    ]
+
+
+def test_duckduckgo_result_with_several_classes_and_a_direct_link() -> None:
+    body = html(d_result("https://direct.example/p", "Direct", "snip", cls="highlight_d"))
+    assert duckduckgo.parse(body)[0]["url"] == "https://direct.example/p"
+
+
+def test_duckduckgo_no_results_page() -> None:
+    body = html(
+        '<div class="result results_links_deep highlight_d result--no-result">'
+        '<div class="no-results">No results.</div></div>'
+    )
+    with pytest.raises(errors.NoResults, match="DuckDuckGo"):
+        duckduckgo.parse(body)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        '<form id="challenge-form" action="//duckduckgo.com/anomaly.js?sv=html" method="POST">'
+        '<div class="anomaly-modal__title">Unfortunately, bots use DuckDuckGo too.</div></form>',
+        '<form id="challenge-form" action="/x" method="POST"><button>Submit</button></form>',
+    ],
+)
+def test_duckduckgo_challenge_form_is_blocked(form: str) -> None:
+    with pytest.raises(errors.Blocked, match="DuckDuckGo"):
+        duckduckgo.parse(html(form + d_result(uddg("https://example.org/"), "Stale", "x")))
+
+
+# --- every engine: unreadable pages, encodings -----------------------------------------------
+
+UNRECOGNISED = [
+    b"",
+    b"   \n\t  ",
+    b"<html><body><p>Hello, world.</p><a href='https://x.example'>x</a></body></html>",
+    b'{"results": []}',
+    bytes(range(256)) * 8,
+    b"\x1f\x8b\x08\x00" + b"\x00" * 64,  # a gzip body nobody decompressed
+    b"<html><body><h3>Heading</h3><h2>Other</h2><div class='result'></div></body></html>",
+]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("body", UNRECOGNISED, ids=range(len(UNRECOGNISED)))
+def test_unrecognised_pages_are_parse_errors(engine: str, body: bytes) -> None:
+    with pytest.raises(errors.ParseError) as caught:
+        engine_module(engine).parse(body)
+    assert LABELS[engine] in str(caught.value)
+
+
+def test_utf8_page_without_declared_charset_is_read_as_utf8() -> None:
+    body = html(d_result(uddg("https://example.org/"), "Zażółć gęślą jaźń", "Café"))
+    assert b"charset" not in body
+    assert duckduckgo.parse(body)[0]["title"] == "Zażółć gęślą jaźń"
+
+
+def test_windows_1252_page_uses_its_declared_charset() -> None:
+    body = (
+        '<html><head><meta http-equiv="content-type" content="text/html; charset=windows-1252">'
+        "</head><body>"
+        + d_result(uddg("https://example.org/"), "Café “quoted”", "naïve")
+        + "</body></html>"
+    ).encode("cp1252")
+    result = duckduckgo.parse(body)[0]
+    assert (result["title"], result["snippet"]) == ("Café “quoted”", "naïve")
+
+
+# --- requests ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def settings(env: Any) -> Any:
+    env.write_config(
+        {
+            "endpoints": {
+                "google": "http://127.0.0.1:8001",
+                "bing": "http://127.0.0.1:8002/",
+                "duckduckgo": "http://localhost:8003",
+            }
+        }
+    )
+    return env.settings()
+
+
+def test_google_request(settings: Any) -> None:
+    request = google.build_request("caffeine & sleep", settings)
+    assert request.method == "GET"
+    assert request.url == "http://127.0.0.1:8001/search"
+    assert request.params["q"] == "caffeine & sleep"
+    assert request.params["hl"] == "en"
+    assert request.params["num"] == "10"
+    assert request.params["gbv"] == "1"
+    assert "Mozilla/5.0" in request.headers["User-Agent"]
+    assert request.headers["Accept-Language"].startswith("en")
+    assert "text/html" in request.headers["Accept"]
+    assert request.cookies["CONSENT"].startswith("YES+")
+    assert request.cookies["SOCS"]
+
+
+def test_bing_request(settings: Any) -> None:
+    request = bing.build_request("javascript tutorial", settings)
+    assert (request.method, request.url) == ("GET", "http://127.0.0.1:8002/search")
+    assert request.params["q"] == "javascript tutorial"
+    assert request.params["setlang"] == "en"
+    assert "Mozilla/5.0" in request.headers["User-Agent"]
+
+
+def test_duckduckgo_request(settings: Any) -> None:
+    request = duckduckgo.build_request("does caffeine affect sleep", settings)
+    assert (request.method, request.url) == ("GET", "http://localhost:8003/html/")
+    assert request.params == {"q": "does caffeine affect sleep", "kl": "wt-wt"}
+    assert "Mozilla/5.0" in request.headers["User-Agent"]
+
+
+def test_default_endpoints(env: Any) -> None:
+    settings = env.settings()
+    assert google.build_request("q", settings).url == "https://www.google.com/search"
+    assert bing.build_request("q", settings).url == "https://www.bing.com/search"
+    assert duckduckgo.build_request("q", settings).url == "https://html.duckduckgo.com/html/"
+
+
+def test_requests_do_not_share_mutable_headers(settings: Any) -> None:
+    first = google.build_request("a", settings)
+    first.headers["User-Agent"] = "changed"
+    first.cookies["CONSENT"] = "changed"
+    second = google.build_request("b", settings)
+    assert second.headers["User-Agent"] != "changed"
+    assert second.cookies["CONSENT"] != "changed"
+
+
+def test_engine_requests_follow_redirects(settings: Any) -> None:
+    for name in ENGINES:
+        assert engine_module(name).build_request("q", settings).follow_redirects is True
+
+
+# --- fetch_engine against a loopback server ---------------------------------------------------
+
+
+@pytest.fixture
+def fake(env: Any) -> Any:
+    with FakeServer() as server:
+        env.write_config({"endpoints": {name: server.url for name in ENGINES}})
+        server.settings = env.settings()
+        yield server
+
+
+def test_fetch_engine_returns_parsed_results(fake: Any) -> None:
+    fake.route("/html/", Reply(200, body=page("duckduckgo/html-results-caffeine.html")))
+    results = fetch_engine("duckduckgo", "does caffeine affect sleep", fake.settings, _soon())
+    assert len(results) == 9
+    sent = fake.requests[0]
+    assert sent.path == "/html/" and sent.query["q"] == ["does caffeine affect sleep"]
+    assert "Firefox" in sent.headers["user-agent"]
+
+
+def test_fetch_engine_sends_google_consent_cookies(fake: Any) -> None:
+    fake.route("/search", Reply(200, body=page("google/basic-results-google.html")))
+    assert len(fetch_engine("google", "google", fake.settings, _soon())) == 10
+    cookie = fake.requests[0].headers["cookie"]
+    assert "CONSENT=YES+" in cookie and "SOCS=" in cookie
+
+
+@pytest.mark.parametrize(
+    ("reply", "error", "status"),
+    [
+        ({"status": 429, "headers": {"Retry-After": "5"}}, errors.Blocked, 429),
+        ({"status": 503, "body": page("google/blocked-sorry.html")}, errors.Blocked, 503),
+        ({"status": 502, "body": b"bad gateway"}, errors.ServerError, 502),
+        ({"status": 200, "body": page("google/blocked-sorry.html")}, errors.Blocked, 200),
+        ({"status": 200, "body": b"<html><body>nothing</body></html>"}, errors.ParseError, 200),
+        ({"status": 404, "body": b"not here"}, errors.ParseError, 404),
+    ],
+)
+def test_fetch_engine_failures_carry_their_status(
+    fake: Any, reply: dict[str, Any], error: type[Exception], status: int
+) -> None:
+    fake.route("/search", Reply(**reply))
+    with pytest.raises(error) as caught:
+        fetch_engine("google", "q", fake.settings, _soon())
+    assert caught.value.http_status == status
+
+
+def test_fetch_engine_follows_a_redirect_to_the_consent_wall(fake: Any) -> None:
+    consent = html('<form action="https://consent.google.com/save" method="POST"></form>')
+    fake.route("/search", Reply(302, headers={"Location": fake.url + "/ml?continue=x"}))
+    fake.route("/ml", Reply(200, body=consent))
+    with pytest.raises(errors.Blocked, match="consent"):
+        fetch_engine("google", "q", fake.settings, _soon())
+    assert [r.path for r in fake.requests] == ["/search", "/ml"]
+
+
+def _soon() -> float:
+    return time.monotonic() + 10
+
+
+# --- HTTP statuses ----------------------------------------------------------------------------
+
+
+def response(status: int, body: bytes = b"", **headers: str) -> HttpResponse:
+    return HttpResponse(status, {k.replace("_", "-"): v for k, v in headers.items()}, body)
+
+
+@pytest.mark.parametrize("status", [200, 202, 203])
+def test_success_statuses_pass(status: int) -> None:
+    assert classify_status("google", response(status)) is None
+
+
+def test_429_is_blocked_with_retry_after() -> None:
+    with pytest.raises(errors.Blocked) as caught:
+        classify_status("bing", response(429, retry_after="30"))
+    assert caught.value.http_status == 429
+    assert caught.value.retry_after == 30.0
+    assert "Bing" in str(caught.value)
+
+
+def test_403_is_blocked() -> None:
+    with pytest.raises(errors.Blocked, match="DuckDuckGo"):
+        classify_status("duckduckgo", response(403))
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        "https://www.google.com/sorry/index?continue=https://www.google.com/search",
+        "https://consent.google.com/ml?continue=https://www.google.com/search",
+    ],
+)
+def test_redirect_to_sorry_or_consent_is_blocked(location: str) -> None:
+    with pytest.raises(errors.Blocked) as caught:
+        classify_status("google", response(302, location=location))
+    assert caught.value.http_status == 302
+
+
+def test_other_redirect_is_a_parse_error_naming_the_target() -> None:
+    with pytest.raises(errors.ParseError, match="elsewhere.example"):
+        classify_status("google", response(301, location="https://elsewhere.example/x"))
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+def test_5xx_is_a_server_error(status: int) -> None:
+    with pytest.raises(errors.ServerError) as caught:
+        classify_status("bing", response(status, b"<html>oops</html>"))
+    assert caught.value.retryable and caught.value.http_status == status
+
+
+def test_503_sorry_page_is_blocked_not_a_server_error() -> None:
+    with pytest.raises(errors.Blocked):
+        classify_status("google", response(503, page("google/blocked-sorry.html")))
+
+
+@pytest.mark.parametrize("status", [400, 404, 410, 418])
+def test_other_4xx_is_a_parse_error_with_the_status(status: int) -> None:
+    with pytest.raises(errors.ParseError, match=str(status)):
+        classify_status("duckduckgo", response(status))
+
+
+# --- the package ------------------------------------------------------------------------------
+
+
+def test_engine_registry() -> None:
+    assert ENGINES == ("google", "bing", "duckduckgo")
+    for name in ENGINES:
+        module = engine_module(name)
+        assert callable(module.build_request) and callable(module.parse)
+        assert module.__doc__ and len(module.__doc__) > 200
+    with pytest.raises(ValueError):
+        engine_module("yahoo")
+
+
+def test_importing_the_package_does_not_load_html_parsers() -> None:
+    code = (
+        "import sys, smart_search.engines, smart_search.sanitize; "
+        "print(sorted(m for m in ('lxml', 'bs4', 'soupsieve') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

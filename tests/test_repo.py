@@ -1,0 +1,113 @@
+"""Repository-level checks: lint, SKILL.md's manifest and examples, the installed package."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from smart_search import contract
+from tests.conftest import REPO
+
+
+def test_ruff_is_clean() -> None:
+    ruff = shutil.which("ruff")
+    assert ruff, "ruff is a test dependency: pip install -e '.[test]'"
+    proc = subprocess.run([ruff, "check", str(REPO)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def frontmatter() -> dict[str, str]:
+    text = (REPO / "SKILL.md").read_text()
+    assert text.startswith("---\n")
+    block = text.split("---\n")[1]
+    # OpenClaw's embedded parser reads single-line keys only.
+    fields = {}
+    for line in block.strip().splitlines():
+        key, sep, value = line.partition(": ")
+        assert sep and re.fullmatch(r"[a-z-]+", key), f"not a single-line key: {line!r}"
+        fields[key] = value
+    return fields
+
+
+def test_skill_manifest() -> None:
+    fields = frontmatter()
+    assert fields["name"] == "smart-search"
+    assert len(fields["description"]) > 40
+    meta = json.loads(fields["metadata"])["openclaw"]
+    assert meta["requires"]["bins"] == ["smart-search"]
+    env_vars = {v["name"]: v for v in meta["envVars"]}
+    assert set(env_vars) == {"GEMINI_API_KEY", "BRAVE_API_KEY"}
+    assert all(v["required"] is False for v in env_vars.values())
+    (install,) = meta["install"]
+    assert install["kind"] == "uv" and install["package"] and "smart-search" in install["bins"]
+
+
+def test_skill_examples_are_valid_calls() -> None:
+    text = (REPO / "SKILL.md").read_text()
+    calls = re.findall(r"smart-search <<'JSON'\n(.*?)\nJSON", text, re.S)
+    assert len(calls) >= 4
+    tools = set()
+    for raw in calls:
+        request = json.loads(raw)
+        contract.check("request.json", request)
+        contract.check(f"{request['tool']}.args.json", request.get("args", {}))
+        tools.add(request["tool"])
+    assert tools == {"smart_search", "search_quota_status", "search_mark_agent_complete"}
+    assert "yieldMs" in text and "35000" in text
+
+
+def test_readme_opens_with_the_two_commands_and_ci_runs_the_second() -> None:
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```(?:bash|sh)\n(.*?)```", readme, re.S)
+    assert "smart-search" in blocks[0] and '"agent_id":"general"' in blocks[0].replace(" ", "")
+    test_command = blocks[1].strip().splitlines()[-1]
+    ci = (REPO / ".ci" / "run").read_text()
+    assert test_command == "python3 -m pytest" and test_command in ci.splitlines()
+
+
+@pytest.mark.slow
+def test_non_editable_install_ships_the_schemas(tmp_path: Path) -> None:
+    """`pip install .` (not editable) in a fresh venv: console script, -m, schemas inside."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    proc = subprocess.run(
+        [
+            str(py),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    where = subprocess.run(
+        [str(py), "-c", "import smart_search.contract as c; print(c.schema_dir())"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    ).stdout.strip()
+    assert where.startswith(str(venv)) and (Path(where) / "smart_search.args.json").is_file()
+    env = {"HOME": str(tmp_path), "SMART_SEARCH_STATE_DIR": str(tmp_path / "state")}
+    for cmd in ([str(venv / "bin" / "smart-search")], [str(py), "-m", "smart_search"]):
+        out = subprocess.run(
+            cmd,
+            input=b'{"tool": "smart_search", "args": {"query": ""}}',
+            capture_output=True,
+            env=env,
+            cwd=tmp_path,
+            check=True,
+        ).stdout
+        assert json.loads(out)["error"] == "query is required and must be a non-empty string."
