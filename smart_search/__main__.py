@@ -25,9 +25,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         sys.stderr.write(f"smart-search: unknown arguments {' '.join(args)!r}\n{USAGE}")
         return 2
-    # This process never runs an event loop: keep httpcore from importing its optional trio
-    # backend (~80 ms) when trio happens to be installed. Library users are not affected.
-    sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
+    # This process never runs an event loop: keep httpcore from importing its optional async
+    # backends (trio ~80 ms when installed, anyio a few ms). Library users are not affected.
+    for backend in ("trio", "anyio"):
+        sys.modules.setdefault(backend, None)  # type: ignore[arg-type]
     from .runner import dumps, handle
 
     try:

@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 import zlib
-from email.utils import parsedate_to_datetime
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -132,6 +132,8 @@ def retry_after_seconds(headers: dict[str, str]) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
+    from email.utils import parsedate_to_datetime  # rare (date form): not on every import
+
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -161,22 +163,26 @@ class _Exchange:
 
     def run(self, request: HttpRequest, budget: float) -> None:
         try:
-            self.response = _perform(request, budget, self._on_trace)
+            self.response = _perform(request, budget, self._on_trace, self._track)
         except BaseException as exc:  # noqa: BLE001 - handed to send(); a thread must not print
             self.error = exc
         finally:
             self.done.set()
 
     def _on_trace(self, event: str, info: dict[str, Any]) -> None:
-        # httpcore reports each new network stream (TCP, then TLS over it); keep its socket so
-        # `abandon` can wake a worker blocked in recv().
+        # Through a proxy, httpx uses httpcore, which reports each new network stream (TCP, then
+        # TLS over it); keep its socket so `abandon` can wake a worker blocked in recv(). Direct
+        # requests go through transport.StdlibTransport, which hands sockets to `_track`.
         if not event.endswith(("connect_tcp.complete", "start_tls.complete")):
             return
         stream = info.get("return_value")
         get_extra_info = getattr(stream, "get_extra_info", None)
         sock = get_extra_info("socket") if get_extra_info else None
-        if not isinstance(sock, socket.socket):
-            return
+        if isinstance(sock, socket.socket):
+            self._track(sock)
+
+    def _track(self, sock: socket.socket) -> None:
+        """Remember a connected socket (shut it at once if the exchange was abandoned)."""
         with self._lock:
             abandoned = self._abandoned
             if not abandoned:
@@ -201,8 +207,15 @@ def _shutdown(sock: socket.socket) -> None:
         pass
 
 
-def _perform(request: HttpRequest, budget: float, on_trace: Any) -> HttpResponse:
+def _perform(
+    request: HttpRequest,
+    budget: float,
+    on_trace: Any,
+    on_socket: Callable[[socket.socket], None],
+) -> HttpResponse:
     import httpx
+
+    from .transport import StdlibTransport
 
     carries_key = any(is_secret_header(name) for name in request.headers)
     headers = {"user-agent": DEFAULT_USER_AGENT, "accept-encoding": ACCEPT_ENCODING}
@@ -210,11 +223,13 @@ def _perform(request: HttpRequest, budget: float, on_trace: Any) -> HttpResponse
     loopback = _is_loopback(request.url)
     follow = request.follow_redirects and not carries_key
     tls = speaks_tls(request)
+    context = _ssl_context() if tls else None
     client = httpx.Client(
+        transport=StdlibTransport(ssl_context=context, timeout=budget, on_socket=on_socket),
         timeout=httpx.Timeout(budget),
         follow_redirects=follow,
         cookies=request.cookies or None,
-        verify=_ssl_context() if tls else False,
+        verify=context if context is not None else False,
         # Without a verifying context, no hop may leave plain http (see speaks_tls).
         event_hooks={} if tls else {"request": [_refuse_tls_hop]},
         # A loopback address is never reached through a proxy from the environment.
@@ -251,8 +266,9 @@ def _refuse_tls_hop(hop: Any) -> None:
 
 def warm(request: HttpRequest) -> None:
     """Pay the one-off costs of `send` now (imports, TLS context), e.g. before a paced slot."""
-    import httpcore._sync.connection_pool  # noqa: F401
     import httpx  # noqa: F401
+
+    from . import transport  # noqa: F401
 
     if speaks_tls(request):
         _ssl_context()

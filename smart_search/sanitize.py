@@ -47,7 +47,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 MARKER = "[removed]"
@@ -247,19 +247,67 @@ _TEMPLATE_HEADER = (
     r"(?<!#)#{2,}(?:[ ]*+)(?:instruction|system|response|input|human|assistant|user)(?:[ ]*+):"
 )
 
-# Matched case-sensitively on the lower-cased shadow (twice as fast as IGNORECASE). Phrases led
-# by an override verb need no left word edge: no English word ends in "ignore" or "disregard",
-# and a glued prefix ("xxignore ...") must not hide them. The others start at an ASCII word
-# edge (so "请ignore" is still caught), checked once for all of them.
-_PHRASES = re.compile(
-    r"(?=[a-z#])(?:"  # every phrase starts with a letter or '#': other positions fail at once
-    + "|".join(_words(t) for t in _VERB_TEMPLATES)
-    + r"|(?<![a-z0-9])(?:"
-    + "|".join(_words(t) for t in _PHRASE_TEMPLATES)
-    + ")|"
-    + _TEMPLATE_HEADER
-    + ")"
+# Literals one of which every match of the template at the same index contains (in the folded,
+# lower-cased shadow the templates match). A template is compiled only once one of its literals
+# occurs in the text: compiling all of them costs ~18 ms, more than the rest of a search's own
+# work, and ordinary results need a few at most. tests/test_sanitize.py checks every gate.
+_VERB_GATE = (
+    "ignor", "disregard", "forget", "overrid", "bypass", "discard", "abandon", "aside",
+    "follow", "mind",
+)  # fmt: skip
+_ROLE_GATE = (
+    "unrestricted", "unfiltered", "uncensored", "jailbroken", "evil", "rogue", "malicious",
+    "amoral", "unethical", "unaligned", "unbound", "unlimited", "liberated", "dan", "hacker",
+    "ai", "assistant", "model",
+)  # fmt: skip
+_VERB_GATES = (_VERB_GATE, _VERB_GATE, ("ignor", "disregard", "forget"), ("disregard",))
+_PHRASE_GATES = (
+    ("now",),
+    ("longer",),
+    _ROLE_GATE,
+    _ROLE_GATE,
+    ("now",),
+    ("mode",),
+    ("mode",),
+    ("now",),
+    ("prompt",),
+    ("prompt", "instruction", "configuration", "guideline", "directive", "rule"),
+    (":",),
+    ("instruction", "directive", "orders", "prompt", "programming"),
+    (":",),
+    ("user",),
+    ("instruc", "consignes", "regle", "regla", "istruzioni", "regole", "indicaciones"),
+    ("anweisungen", "instruktionen", "regeln", "befehle", "anordnungen"),
 )
+assert len(_VERB_GATES) == len(_VERB_TEMPLATES) and len(_PHRASE_GATES) == len(_PHRASE_TEMPLATES)
+
+# (gate literals, pattern). Matched case-sensitively on the lower-cased shadow (twice as fast as
+# IGNORECASE). Phrases led by an override verb need no left word edge: no English word ends in
+# "ignore" or "disregard", and a glued prefix ("xxignore ...") must not hide them. The others
+# start at an ASCII word edge (so "请ignore" is still caught). Matches of different rules may
+# overlap; `_replace` merges them.
+_PHRASE_RULES: tuple[tuple[tuple[str, ...], str], ...] = (
+    *((gate, _words(t)) for gate, t in zip(_VERB_GATES, _VERB_TEMPLATES, strict=True)),
+    *(
+        (gate, r"(?<![a-z0-9])" + _words(t))
+        for gate, t in zip(_PHRASE_GATES, _PHRASE_TEMPLATES, strict=True)
+    ),
+    (("#",), _TEMPLATE_HEADER),
+)
+
+
+@cache
+def _phrase_pattern(index: int) -> re.Pattern[str]:
+    return re.compile(_PHRASE_RULES[index][1])
+
+
+def _phrase_matches(words: str) -> Iterable[re.Match[str]]:
+    """Every injection-phrase match in `words`, rule by rule; rules whose gate literals are
+    absent cannot match and are never compiled."""
+    for index, (gate, _pattern) in enumerate(_PHRASE_RULES):
+        if any(literal in words for literal in gate):
+            yield from _phrase_pattern(index).finditer(words)
+
 
 _ROLE_TAGS = (
     r"system|system_prompt|user|assistant|human|developer|admin|instructions|im_start|im_end"
@@ -394,7 +442,7 @@ def _find(text: str) -> list[tuple[int, int, bool]]:
     spans = [(m.start(), m.end(), False) for m in _TOKENS.finditer(shadow)]
     # U+0130 is the one character whose lower case is longer; folding never yields it anyway.
     words = shadow.translate(_PHRASE_PUNCT).replace("\u0130", "I").lower()
-    spans += [(m.start(), m.end(), True) for m in _PHRASES.finditer(words)]
+    spans += [(m.start(), m.end(), True) for m in _phrase_matches(words)]
     if offsets is None:
         return [span for span in spans if span[1] > span[0]]
     mapped = []

@@ -21,9 +21,10 @@ from .errors import LOCKED, LockTimeout, StateCorrupt
 
 T = TypeVar("T")
 
-# filelock polls with a non-blocking flock. Its 50 ms default starves waiters in a cron burst;
-# much shorter intervals make 64 waiters spin on 2 cores. Measured in bench/bench.py.
-LOCK_POLL_INTERVAL_S = 0.002
+# filelock polls with a non-blocking flock. Its 50 ms default starves waiters in a cron burst
+# (a waiter sleeps through most releases). 1 ms gave the lowest worst-case wait for 64 processes
+# on 2 cores (README, Performance); the fsyncs inside the lock, not the polling, dominate it.
+LOCK_POLL_INTERVAL_S = 0.001
 
 Document = dict[str, Any]
 

@@ -457,3 +457,50 @@ def test_output_never_contains_forbidden_characters(text: str) -> None:
     assert not _forbidden_chars(output)
     assert "\n" not in output and "\t" not in output
     assert output == output.strip() and "  " not in output
+
+
+# --- the lazy phrase rules: a gate may skip a rule only where the rule cannot match -----------
+
+from smart_search import sanitize as _sanitize  # noqa: E402
+
+_ALL_RULES = [re.compile(pattern) for _gate, pattern in _sanitize._PHRASE_RULES]
+
+
+def _gate_misses(words: str) -> list[tuple[int, str]]:
+    """Matches of a rule (compiled regardless of its gate) that contain none of its literals."""
+    misses = []
+    for index, pattern in enumerate(_ALL_RULES):
+        gate = _sanitize._PHRASE_RULES[index][0]
+        for match in pattern.finditer(words):
+            if not any(literal in match.group() for literal in gate):
+                misses.append((index, match.group()))
+    return misses
+
+
+def _superset_regex(pattern: str) -> str:
+    """The rule without lookarounds and possessive quantifiers: it accepts every string the rule
+    matches (and more), and hypothesis can generate from it."""
+    for look in (r"(?<![a-z0-9])", r"(?![a-z0-9])", r"(?<!#)", r"(?=[a-z#])"):
+        pattern = pattern.replace(look, "")
+    return re.sub(r"(\+|\*|\?|\})\+", r"\1", pattern)
+
+
+@pytest.mark.parametrize("index", range(len(_sanitize._PHRASE_RULES)))
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_every_string_a_rule_can_match_contains_one_of_its_gate_literals(
+    index: int, data: st.DataObject
+) -> None:
+    gate, pattern = _sanitize._PHRASE_RULES[index]
+    text = data.draw(st.from_regex(_superset_regex(pattern), fullmatch=True))
+    assert any(literal in text for literal in gate), (index, text)
+
+
+@pytest.mark.parametrize("text", HOSTILE + BENIGN)
+def test_gated_matching_finds_what_every_rule_finds_on_the_corpus(text: str) -> None:
+    shadow, _offsets = _sanitize._shadow(text)
+    words = shadow.translate(_sanitize._PHRASE_PUNCT).lower()
+    gated = sorted(m.span() for m in _sanitize._phrase_matches(words))
+    everything = sorted(m.span() for p in _ALL_RULES for m in p.finditer(words))
+    assert gated == everything
+    assert _gate_misses(words) == []
