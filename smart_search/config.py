@@ -126,10 +126,6 @@ class Settings:
     def __init__(self, **values: Any) -> None:
         self.__dict__.update(values)
 
-    def allocation_for(self, agent_id: str) -> dict[str, int]:
-        """The agent's configured allocation, else `default_allocation`."""
-        return self.agent_allocations.get(agent_id) or self.default_allocation
-
     def is_configured_agent(self, agent_id: str) -> bool:
         return agent_id in self.agent_allocations
 

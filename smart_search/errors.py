@@ -40,10 +40,6 @@ PROVIDER_LABELS = {
 }
 
 
-def unknown_tool(name: object) -> str:
-    return f"Unknown tool: {_show(name)}"
-
-
 def unknown_agent(agent_id: str) -> str:
     return f'Unknown agent: "{agent_id}". Add it to openclaw.json to use it.'
 
@@ -66,12 +62,6 @@ def model_unavailable(model: str) -> str:
 
 def api_error(provider: str, status: int) -> str:
     return f"{PROVIDER_LABELS.get(provider, provider)} API error: {status}"
-
-
-def _show(value: object, limit: int = 64) -> str:
-    """A short printable rendering of a caller's value for an error message."""
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 class SearchError(Exception):

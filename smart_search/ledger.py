@@ -102,16 +102,14 @@ class Ledger:
 
         return self.file.update(change)
 
-    def refund(self, agent_id: str, provider: str, source: str) -> int:
-        """Give back a reserved unit; returns queries_remaining for the routed view afterwards."""
+    def refund(self, agent_id: str, provider: str, source: str) -> None:
+        """Give back a unit a failed request reserved."""
 
-        def change(raw: Document | None) -> tuple[Document | None, int]:
+        def change(raw: Document | None) -> tuple[Document | None, None]:
             doc = self._current(raw)
-            changed = quota.refund(doc, agent_id, provider, source)
-            left = quota.queries_remaining(doc, self.ceilings, agent_id, provider, source)
-            return (doc if changed else None), left
+            return (doc if quota.refund(doc, agent_id, provider, source) else None), None
 
-        return self.file.update(change)
+        self.file.update(change)
 
     def complete(self, agent_id: str) -> dict[str, int]:
         """Mark the agent complete and release its unused allocation to the pool."""
@@ -125,9 +123,6 @@ class Ledger:
             return doc, quota.complete(doc, self.ceilings, agent_id)
 
         return self.file.update(change)
-
-    def queries_remaining(self, agent_id: str, provider: str) -> int:
-        return quota.allocation_remaining(self.snapshot(), self.ceilings, agent_id, provider)
 
     # -- internals -----------------------------------------------------------------------------
     def _require_known(self, doc: Document, agent_id: str) -> None:

@@ -12,8 +12,6 @@ from .config import Settings
 from .errors import SearchError, UnknownAgent, unknown_agent
 from .ledger import Ledger
 
-TOOLS = ("smart_search", "search_quota_status", "search_mark_agent_complete")
-
 
 def error_result(err: SearchError) -> dict[str, Any]:
     return {"error": err.message, "error_code": err.error_code}

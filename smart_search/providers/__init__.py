@@ -18,8 +18,7 @@ from .. import errors
 
 if TYPE_CHECKING:
     from ..config import Settings
-
-PROVIDER_NAMES = ("gemini", "brave")
+    from ..http import HttpResponse
 
 _NOT_CONFIGURED = {"gemini": errors.GEMINI_NOT_CONFIGURED, "brave": errors.BRAVE_NOT_CONFIGURED}
 
@@ -33,6 +32,30 @@ class Answer:
     warning: str | None = None
     # Wall time of each attempt (send + parse), in order; filled in by call_provider.
     attempt_latencies_ms: list[int] = field(default_factory=list)
+
+
+def status_error(provider: str, response: HttpResponse) -> errors.SearchError:
+    """What an error status means once nothing provider-specific applies (RULINGS §5): 408 a
+    timeout, 503 overloaded, other 5xx a server error (all with any `Retry-After`), any other
+    4xx a refusal of the key or the request, anything else an answer we cannot read."""
+    from ..http import retry_after_seconds
+
+    status = response.status
+    message = errors.api_error(provider, status)
+    if status == 408:
+        return errors.Timeout(message, http_status=status)
+    wait = retry_after_seconds(response.headers)
+    if status == 503:
+        return errors.ProviderOverloaded(message, http_status=status, retry_after=wait)
+    if status >= 500:
+        return errors.ServerError(message, http_status=status, retry_after=wait)
+    if 400 <= status < 500:
+        return errors.AuthFailed(message, http_status=status)
+    # 1xx/3xx: redirects are not followed for API calls; this is not an answer we can read.
+    label = errors.PROVIDER_LABELS[provider]
+    return errors.ParseError(
+        f"{label} answered with unexpected status {status}.", http_status=status
+    )
 
 
 def call_provider(

@@ -24,7 +24,7 @@ import orjson
 from .. import errors
 from ..config import Settings
 from ..http import HttpRequest, HttpResponse, retry_after_seconds
-from . import Answer
+from . import Answer, status_error
 
 PATH = "/res/v1/web/search"
 MAX_QUERY_CHARS = 400
@@ -116,20 +116,8 @@ def classify_error(resp: HttpResponse) -> errors.SearchError:
         if wait is None:
             wait = retry_after_seconds(resp.headers)
         return errors.RateLimited(message, http_status=status, retry_after=wait)
-    if status == 408:
-        return errors.Timeout(message, http_status=status)
-    if status == 503:
-        return errors.ProviderOverloaded(
-            message, http_status=status, retry_after=retry_after_seconds(resp.headers)
-        )
-    if status >= 500:
-        return errors.ServerError(
-            message, http_status=status, retry_after=retry_after_seconds(resp.headers)
-        )
-    if 400 <= status < 500:
-        # 422 SUBSCRIPTION_TOKEN_INVALID, 401, 403, 400, and any other refusal.
-        return errors.AuthFailed(message, http_status=status)
-    return errors.ParseError(f"Brave answered with unexpected status {status}.", http_status=status)
+    # 422 SUBSCRIPTION_TOKEN_INVALID, 401, 403 and 400 are refusals (auth_failed).
+    return status_error("brave", resp)
 
 
 def plain_text(value: object) -> str:

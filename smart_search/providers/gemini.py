@@ -25,7 +25,7 @@ import orjson
 from .. import errors
 from ..config import Settings
 from ..http import HttpRequest, HttpResponse, retry_after_seconds
-from . import Answer
+from . import Answer, status_error
 
 PATH = "/v1beta/models/{model}:generateContent"
 
@@ -95,23 +95,8 @@ def classify_error(resp: HttpResponse, settings: Settings) -> errors.SearchError
             found = _RETRY_IN_TEXT.search(text)
             wait = float(found.group(1)) if found else retry_after_seconds(resp.headers)
         return errors.RateLimited(message, http_status=status, retry_after=wait)
-    if status == 408:
-        return errors.Timeout(message, http_status=status)
-    if status == 503:
-        return errors.ProviderOverloaded(
-            message, http_status=status, retry_after=retry_after_seconds(resp.headers)
-        )
-    if status >= 500:
-        return errors.ServerError(
-            message, http_status=status, retry_after=retry_after_seconds(resp.headers)
-        )
-    if 400 <= status < 500:
-        # 400 API_KEY_INVALID, 401, 403, and any other refusal of the request itself.
-        return errors.AuthFailed(message, http_status=status)
-    # 1xx/3xx: redirects are not followed for API calls; this is not an answer we can read.
-    return errors.ParseError(
-        f"Gemini answered with unexpected status {status}.", http_status=status
-    )
+    # 400 API_KEY_INVALID, 401 and 403 are refusals (auth_failed).
+    return status_error("gemini", resp)
 
 
 def _json_object(resp: HttpResponse) -> dict[str, Any]:
