@@ -120,7 +120,6 @@ def run_tiers(
     *,
     agent_id: str,
     query: str,
-    routed: str,
     settings: Settings,
     ledger: Ledger,
     backends: Backends,
@@ -145,7 +144,6 @@ def run_tiers(
                 out,
                 agent_id,
                 query,
-                routed,
                 settings,
                 ledger,
                 backends,
@@ -166,7 +164,6 @@ def _api_tier(
     out: Outcome,
     agent_id: str,
     query: str,
-    routed: str,
     settings: Settings,
     ledger: Ledger,
     backends: Backends,
@@ -208,12 +205,17 @@ def _api_tier(
         ledger.refund(agent_id, provider, source)
         raise
     breaker.record(provider, None)
+    results = _usable(answer.results)
+    if results is None:
+        ledger.refund(agent_id, provider, source)
+        out.attempts.append(_failed(_attempt(tier, started), _nothing_usable(provider), "failed"))
+        return False
     record = _attempt(tier, started)
     record["retries"] = retries
     record["quota_source"] = quota.SOURCE_NAMES[source]
     out.attempts.append(record)
-    out.results = answer.results
-    out.citations = list(answer.citations or [])
+    out.results = results
+    out.citations = _usable(list(answer.citations or [])) or []
     out.provider_used = provider
     out.quota_source = quota.SOURCE_NAMES[source]
     out.queries_remaining = remaining
@@ -267,14 +269,36 @@ def _web_tier(
         out.attempts.append(_failed(_attempt(tier, started), err, "failed"))
         return False
     breaker.record(engine, None)
+    usable = _usable(results)
+    if usable is None:
+        out.attempts.append(_failed(_attempt(tier, started), _nothing_usable(engine), "failed"))
+        return False
     record = _attempt(tier, started)
     record["quota_source"] = "none"
     out.attempts.append(record)
-    out.results = results
+    out.results = usable
     out.provider_used = "web_fetch"
     out.engine = engine
     out.warnings.append(WEB_FETCH_WARNING)
     return True
+
+
+def _usable(results: Any) -> Any:
+    """The results with injection text and unsafe links removed (sanitize.py); None when nothing
+    usable is left, so an all-junk answer is never a success."""
+    from .sanitize import sanitize_results
+
+    # An answer string keeps its paragraphs; titles and snippets are single lines.
+    clean = sanitize_results(results, keep_newlines=isinstance(results, str))
+    return clean or None
+
+
+def _nothing_usable(name: str) -> SearchError:
+    from .errors import PROVIDER_LABELS, NoResults
+
+    return NoResults(
+        f"{PROVIDER_LABELS[name]} returned nothing usable after removing unsafe content."
+    )
 
 
 def _final_error(attempts: list[dict[str, Any]]) -> SearchError:

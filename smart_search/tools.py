@@ -39,7 +39,6 @@ def smart_search(
     args: dict[str, Any], settings: Settings, *, backends: Any = None
 ) -> dict[str, Any]:
     from . import output, planner, quota
-    from .logs import append_search_log
     from .tiers import RealBackends, run_tiers
 
     started = time.monotonic()
@@ -63,7 +62,6 @@ def smart_search(
             planner.plan(agent_id, query, settings, force),
             agent_id=agent_id,
             query=query,
-            routed=routed,
             settings=settings,
             ledger=ledger,
             backends=backends or RealBackends(),
@@ -72,7 +70,7 @@ def smart_search(
         snapshot = ledger.snapshot()
     except SearchError as err:
         result = search_error_result(err)
-        _log(settings, day, agent_id, query, force, result, started, append_search_log)
+        _log(settings, day, agent_id, query, force, result, started)
         return result
 
     warnings = outcome.warnings
@@ -101,15 +99,12 @@ def smart_search(
         result["error_code"] = outcome.error.error_code
         result["warning"] = overcommit
     else:
-        from .sanitize import sanitize_results
-
-        # An answer string keeps its paragraphs; titles and snippets are single lines.
-        clean = sanitize_results(outcome.results, keep_newlines=isinstance(outcome.results, str))
+        # Already sanitized, tier by tier (tiers._usable); only the size cap is left.
         result["results"], result["truncated"] = output.cap_results(
-            clean, settings.max_result_chars
+            outcome.results, settings.max_result_chars
         )
-        result["citations"] = sanitize_results(outcome.citations) if outcome.citations else []
-    _log(settings, day, agent_id, query, force, result, started, append_search_log)
+        result["citations"] = outcome.citations
+    _log(settings, day, agent_id, query, force, result, started)
     return result
 
 
@@ -121,8 +116,8 @@ def _log(
     force: str | None,
     result: dict[str, Any],
     started: float,
-    append: Any,
 ) -> None:
+    from .logs import append_search_log
     from .output import summary
 
     record = {
@@ -143,7 +138,7 @@ def _log(
         "attempts": result["attempts"],
         "latency_ms": round((time.monotonic() - started) * 1000, 1),
     }
-    append(settings.state_dir, day, record, settings.log_retention_days)
+    append_search_log(settings.state_dir, day, record, settings.log_retention_days)
 
 
 def search_quota_status(args: dict[str, Any], settings: Settings) -> dict[str, Any]:

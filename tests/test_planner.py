@@ -520,3 +520,17 @@ def test_answers_and_snippets_are_sanitized_answers_keep_paragraphs(keyed: Env) 
     ]
     r = search(keyed, FakeBackends(google=web), "q", "general")
     assert "\u200b" not in r["results"][0]["title"] and "evil" not in r["results"][0]["snippet"]
+
+
+def test_an_answer_with_nothing_usable_left_is_not_a_success(keyed: Env) -> None:
+    junk = [{"title": "Click", "url": "javascript:alert(1)", "snippet": "x"}]
+    fake = FakeBackends(google=junk, bing=WEB)
+    r = search(keyed, fake, "q", "general")
+    assert r["web_fetch_engine"] == "bing" and r["results"] == WEB
+    assert (r["attempts"][0]["outcome"], r["attempts"][0]["error_code"]) == ("failed", "no_results")
+    # An API answer of invisible characters only: refunded, next tier tried.
+    fake = FakeBackends(gemini=FakeAnswer("\u200b\u200d\u2060"), brave=FakeAnswer(WEB))
+    r = search(keyed, fake, "NSE market open today", "stock-analysis")
+    assert r["provider_used"] == "brave" and r["attempts"][0]["error_code"] == "no_results"
+    status = keyed.call("search_quota_status", {"agent_id": "stock-analysis"})
+    assert status["gemini"]["used"] == 0
