@@ -102,6 +102,7 @@ def _attempt(tier: Tier, started: float) -> dict[str, Any]:
         "http_status": None,
         "retries": 0,
         "latency_ms": round((time.monotonic() - started) * 1000, 1),
+        "attempt_latencies_ms": [],
         "quota_source": None,
     }
 
@@ -111,7 +112,8 @@ def _failed(record: dict[str, Any], err: SearchError, outcome: str) -> dict[str,
     record["error_code"] = err.error_code
     record["error"] = err.message
     record["http_status"] = err.http_status
-    record["retries"] = getattr(err, "retries", 0)
+    record["retries"] = err.retries
+    record["attempt_latencies_ms"] = list(err.attempt_latencies_ms)
     return record
 
 
@@ -208,10 +210,14 @@ def _api_tier(
     results = _usable(answer.results)
     if results is None:
         ledger.refund(agent_id, provider, source)
-        out.attempts.append(_failed(_attempt(tier, started), _nothing_usable(provider), "failed"))
+        empty = _nothing_usable(provider)
+        empty.retries = retries
+        empty.attempt_latencies_ms = list(getattr(answer, "attempt_latencies_ms", []))
+        out.attempts.append(_failed(_attempt(tier, started), empty, "failed"))
         return False
     record = _attempt(tier, started)
     record["retries"] = retries
+    record["attempt_latencies_ms"] = list(getattr(answer, "attempt_latencies_ms", []))
     record["quota_source"] = quota.SOURCE_NAMES[source]
     out.attempts.append(record)
     out.results = results
@@ -249,31 +255,39 @@ def _web_tier(
     except SearchError as err:
         out.attempts.append(_failed(_attempt(tier, started), err, "skipped"))
         return False
-    paced = False
+    sent_at: float | None = None
 
     def wait_for_slot() -> None:
-        nonlocal paced
+        nonlocal sent_at
         pace(settings, engine, deadline)
-        paced = True
+        sent_at = time.monotonic()
+
+    def request_ms() -> list[float]:
+        return [round((time.monotonic() - sent_at) * 1000, 1)] if sent_at is not None else []
 
     try:
         results = backends.fetch_engine(engine, query, settings, deadline, wait_for_slot)
     except (LockTimeout, StateCorrupt):
         raise
     except SearchError as err:
-        if not paced:
+        if sent_at is None:
             # No slot before the deadline: nothing was sent, so the engine's health is unknown.
             out.attempts.append(_failed(_attempt(tier, started), err, "skipped"))
             return False
+        err.attempt_latencies_ms = request_ms()
         breaker.record(engine, err)
         out.attempts.append(_failed(_attempt(tier, started), err, "failed"))
         return False
+    fetched_ms = request_ms()
     breaker.record(engine, None)
     usable = _usable(results)
     if usable is None:
-        out.attempts.append(_failed(_attempt(tier, started), _nothing_usable(engine), "failed"))
+        empty = _nothing_usable(engine)
+        empty.attempt_latencies_ms = fetched_ms
+        out.attempts.append(_failed(_attempt(tier, started), empty, "failed"))
         return False
     record = _attempt(tier, started)
+    record["attempt_latencies_ms"] = fetched_ms
     record["quota_source"] = "none"
     out.attempts.append(record)
     out.results = usable

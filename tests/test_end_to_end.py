@@ -367,3 +367,26 @@ def test_engine_requests_are_paced_across_processes(env: Env, fake: FakeServer) 
     assert len(arrivals) == 5
     gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
     assert min(gaps) >= 0.38, gaps
+
+
+def test_attempts_carry_retries_and_each_attempts_latency(env: Env, fake: FakeServer) -> None:
+    configure(env, fake, retry_base_delay=50)
+    fake.route(gemini_path(), api("gemini-503.json", 503), api("gemini-ok.json"))
+    r = cli_search(env, "NSE market open today", "stock-analysis")
+    first = r["attempts"][0]
+    assert (first["provider"], first["outcome"], first["retries"]) == ("gemini", "success", 1)
+    latencies = first["attempt_latencies_ms"]
+    assert len(latencies) == 2 and all(t >= 0 for t in latencies)
+    assert first["latency_ms"] >= sum(latencies) * 0.9
+
+
+def test_skipped_tiers_sent_nothing_and_web_tiers_time_their_one_request(
+    env: Env, fake: FakeServer
+) -> None:
+    exhaust(env, fake)
+    fake.route("/html/", Reply(200, b"<html><body>nothing here</body></html>"))
+    r = cli_search(env, "latest AI research papers", "tech-news")
+    skipped, last = r["attempts"][0], r["attempts"][-1]
+    assert skipped["outcome"] == "skipped" and skipped["attempt_latencies_ms"] == []
+    assert (last["engine"], last["error_code"]) == ("duckduckgo", "parse_error")
+    assert len(last["attempt_latencies_ms"]) == 1
