@@ -31,7 +31,9 @@ Document = dict[str, Any]
 
 class Breaker:
     def __init__(self, settings: Settings, clock: Any = time.time) -> None:
-        self.file = StateFile(settings.state_dir, BREAKER_FILE, settings.lock_timeout_ms)
+        self.file = StateFile(
+            settings.state_dir, BREAKER_FILE, settings.lock_timeout_ms, advisory=True
+        )
         self.threshold = settings.circuit_failure_threshold
         self.reset_s = float(settings.circuit_reset_seconds)
         self.lease_s = settings.total_timeout_ms / 1000.0 + TRIAL_LEASE_MARGIN_S
@@ -39,7 +41,7 @@ class Breaker:
 
     def admit(self, name: str) -> None:
         """Return when `name` may be called now; raise CircuitOpen when it may not."""
-        entry = (self.file.read() or {}).get(name)
+        entry = _entry(self.file.read(), name)
         if not entry or entry.get("state") == "closed":
             return
         if not self._trial_due(entry, self.clock()):
@@ -47,7 +49,7 @@ class Breaker:
 
         def claim(doc: Document | None) -> tuple[Document | None, bool]:
             doc = doc or {}
-            current = doc.get(name)
+            current = _entry(doc, name)
             now = self.clock()
             if not current or current.get("state") == "closed":
                 return None, True
@@ -55,6 +57,7 @@ class Breaker:
                 return None, False
             current["state"] = "half_open"
             current["trial_at"] = now
+            doc[name] = current
             return doc, True
 
         if not self.file.update(claim):
@@ -63,18 +66,18 @@ class Breaker:
     def record(self, name: str, error: SearchError | None) -> None:
         """Record how a call to `name` ended: None for success, else the error it raised."""
         failed = error is not None and error.counts_for_breaker
-        entry = (self.file.read() or {}).get(name)
-        if not failed and (not entry or (entry.get("state") == "closed" and not entry["failures"])):
+        entry = _entry(self.file.read(), name)
+        if not failed and (not entry or (entry["state"] == "closed" and not entry["failures"])):
             return  # Healthy and already recorded as healthy: nothing to write.
 
         def change(doc: Document | None) -> tuple[Document, None]:
             doc = doc or {}
             now = self.clock()
-            current = doc.get(name) or {"state": "closed", "failures": 0}
+            current = _entry(doc, name) or {"state": "closed", "failures": 0}
             if not failed:
                 doc[name] = {"state": "closed", "failures": 0}
                 return doc, None
-            current["failures"] = int(current.get("failures", 0)) + 1
+            current["failures"] += 1
             if current.get("state") == "half_open" or current["failures"] >= self.threshold:
                 current["state"] = "open"
                 current["opened_at"] = now
@@ -85,7 +88,26 @@ class Breaker:
 
     def _trial_due(self, entry: Document, now: float) -> bool:
         if entry.get("state") == "open":
-            return now >= float(entry.get("opened_at", 0)) + self.reset_s
+            return now >= entry["opened_at"] + self.reset_s
         if entry.get("state") == "half_open":
-            return now >= float(entry.get("trial_at", 0)) + self.lease_s
+            return now >= entry["trial_at"] + self.lease_s
         return True
+
+
+def _entry(doc: Document | None, name: str) -> Document | None:
+    """`name`'s record with sane types, or None; a hand-mangled record reads as closed."""
+    raw = (doc or {}).get(name)
+    if not isinstance(raw, dict) or raw.get("state") not in ("closed", "open", "half_open"):
+        return None
+
+    def number(key: str) -> float:
+        value = raw.get(key, 0)
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return float(value) if ok else 0.0
+
+    return {
+        "state": raw["state"],
+        "failures": int(number("failures")),
+        "opened_at": number("opened_at"),
+        "trial_at": number("trial_at"),
+    }

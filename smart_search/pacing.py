@@ -31,12 +31,15 @@ def wait_for_slot(
     """Block until `engine` may be requested; returns the seconds waited."""
     interval = settings.web_fetch_min_interval_ms / 1000.0
     horizon = settings.total_timeout_ms / 1000.0 + interval
-    state = StateFile(settings.state_dir, PACING_FILE, settings.lock_timeout_ms)
+    state = StateFile(settings.state_dir, PACING_FILE, settings.lock_timeout_ms, advisory=True)
 
     def claim(doc: dict[str, Any] | None) -> tuple[dict[str, Any] | None, float]:
         doc = doc or {}
         now = clock()
-        last = float(doc.get(engine, 0.0))
+        stamp = doc.get(engine, 0.0)
+        last = (
+            float(stamp) if isinstance(stamp, int | float) and not isinstance(stamp, bool) else 0.0
+        )
         # Callers never claim a slot past their deadline, so one further ahead than that was
         # stamped by a clock that has since moved back: it must not stall the engine forever.
         if last > now + horizon:

@@ -32,9 +32,14 @@ Document = dict[str, Any]
 class StateFile:
     """One JSON document in the state directory, shared by every process on the host."""
 
-    def __init__(self, state_dir: str, name: str, lock_timeout_ms: int) -> None:
+    def __init__(
+        self, state_dir: str, name: str, lock_timeout_ms: int, *, advisory: bool = False
+    ) -> None:
         self.state_dir = state_dir
         self.path = os.path.join(state_dir, name)
+        # Advisory state (breaker, pacing) may be lost without harm: a corrupt file reads as
+        # empty and is rewritten by the next update. The quota ledger is never advisory.
+        self.advisory = advisory
         self.lock_path = self.path + ".lock"
         self.lock_timeout_s = lock_timeout_ms / 1000.0
         # Time the last update waited for the lock, for the cron-burst benchmark.
@@ -80,11 +85,13 @@ class StateFile:
         finally:
             lock.release()
 
-    def _parse(self, raw: bytes) -> Document:
+    def _parse(self, raw: bytes) -> Document | None:
         try:
             doc = orjson.loads(raw)
         except orjson.JSONDecodeError:
             doc = None
+        if not isinstance(doc, dict) and self.advisory:
+            return None
         if not isinstance(doc, dict):
             raise StateCorrupt(
                 f"State file {self.path} is corrupt (not a JSON object). It was left in place: "

@@ -196,3 +196,30 @@ def test_pacing_never_waits_past_the_deadline(env: Env) -> None:
         wait_for_slot(s, "bing", time.monotonic() + 1.0)
     assert time.monotonic() - started < 0.5  # refused at once, no sleep
     wait_for_slot(s, "google", time.monotonic() + 1.0)  # engines are paced separately
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"{torn", b"[]", b'{"gemini": "open", "google": {"state": "open", "opened_at": "soon"}}'],
+)
+def test_damaged_advisory_state_never_blocks_a_search(env: Env, content: bytes) -> None:
+    """Breaker and pacing state is advisory: damage reads as empty and is rewritten. (The quota
+    file, by contrast, is never reset: see test_ledger.)"""
+    env.write_config({"circuit_failure_threshold": 1, "web_fetch_min_interval_ms": 10})
+    env.state_dir.mkdir(parents=True)
+    for name in ("search-breaker.json", "search-pacing.json"):
+        (env.state_dir / name).write_bytes(content)
+    s = env.settings()
+    b = Breaker(s)
+    b.admit("gemini")
+    b.admit("google")
+    wait_for_slot(s, "google", time.monotonic() + 5)
+    b.record("gemini", errors.Timeout("t"))
+    with pytest.raises(errors.CircuitOpen):
+        b.admit("gemini")
+    assert json.loads((env.state_dir / "search-breaker.json").read_text())["gemini"]["state"] == (
+        "open"
+    )
+    assert isinstance(
+        json.loads((env.state_dir / "search-pacing.json").read_text())["google"], float
+    )
