@@ -50,6 +50,28 @@ def assert_valid_result(tool: str | None, result: dict[str, Any]) -> None:
     assert not errors, f"{tool} result breaks its schema: {errors[0].message}\n{result}"
 
 
+# The spec's worked examples (§8 config, §13): these agents and allocations.
+EXAMPLE_ALLOCATIONS = {
+    "stock-analysis": {"gemini": 15, "brave": 0},
+    "tech-news": {"gemini": 3, "brave": 2},
+    "general": {"gemini": 20, "brave": 5},
+}
+# Examples 5 and 6, "both APIs exhausted": each daily limit equals the sum of the allocations (no
+# direct headroom, no overcommit) and both scheduled agents spent all of theirs.
+EXHAUSTED_LIMITS = {"gemini": {"daily_limit": 38}, "brave": {"daily_limit": 7}}
+EXHAUSTING_SPEND = (("stock-analysis", "gemini", 15), ("tech-news", "gemini", 3),
+                    ("tech-news", "brave", 2))  # fmt: skip
+# The spec's return shape: what every example shows, and with results and error too.
+SHAPE_KEYS = ("provider_used", "queries_remaining", "quota_source", "fallback_used", "warning",
+              "web_fetch_engine")  # fmt: skip
+SPEC_KEYS = ("results", *SHAPE_KEYS, "error")
+
+
+def spec_view(result: dict[str, Any], keys: tuple[str, ...] = SPEC_KEYS) -> dict[str, Any]:
+    """The spec's return-shape keys of a smart_search result, for comparing with §13."""
+    return {k: result[k] for k in keys}
+
+
 class Env:
     """An isolated installation: its own HOME, state dir and openclaw.json."""
 
@@ -100,6 +122,15 @@ class Env:
             timeout=timeout,
             cwd=str(self.root),
         )
+
+    def spend(self, spending: tuple[tuple[str, str, int], ...]) -> None:
+        """Reserve units straight from the ledger: (agent, provider, count) each."""
+        from smart_search.ledger import Ledger
+
+        ledger = Ledger(self.settings())
+        for agent, provider, count in spending:
+            for _ in range(count):
+                ledger.reserve(agent, provider)
 
     def quota_doc(self) -> dict[str, Any]:
         return json.loads((self.state_dir / "search-quota.json").read_text())

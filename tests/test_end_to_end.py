@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 from fakes import FakeServer, Reply, fixture_bytes
 
-from tests.conftest import Env, assert_valid_result
+from tests.conftest import (
+    EXAMPLE_ALLOCATIONS,
+    EXHAUSTED_LIMITS,
+    EXHAUSTING_SPEND,
+    SHAPE_KEYS,
+    Env,
+    assert_valid_result,
+    spec_view,
+)
 
 SERP = Path(__file__).parent / "fixtures" / "serp"
 WARNING = "Result retrieved via web scraping. Quality may be lower than API results."
@@ -51,11 +59,7 @@ def configure(env: Env, fake: FakeServer, **config: Any) -> None:
         },
         "web_fetch_min_interval_ms": 0,
         "retry_base_delay": 10,
-        "agent_allocations": {
-            "stock-analysis": {"gemini": 15, "brave": 0},
-            "tech-news": {"gemini": 3, "brave": 2},
-            "general": {"gemini": 20, "brave": 5},
-        },
+        "agent_allocations": EXAMPLE_ALLOCATIONS,
     }
     base.update(config)
     env.write_config(base)
@@ -72,20 +76,6 @@ def cli_search(env: Env, query: str, agent: str, **extra: Any) -> dict[str, Any]
     return result
 
 
-SPEC_KEYS = (
-    "provider_used",
-    "queries_remaining",
-    "quota_source",
-    "fallback_used",
-    "warning",
-    "web_fetch_engine",
-)
-
-
-def spec_view(result: dict[str, Any]) -> dict[str, Any]:
-    return {k: result[k] for k in SPEC_KEYS}
-
-
 # --- the spec's six worked examples, for real -------------------------------------------------
 
 
@@ -93,7 +83,7 @@ def test_example_1_google_page_answers_the_general_agent(env: Env, fake: FakeSer
     configure(env, fake)
     fake.route("/search", html("google/basic-results-google.html"))
     r = cli_search(env, "today AAPL stock price", "general")
-    assert spec_view(r) == {
+    assert spec_view(r, SHAPE_KEYS) == {
         "provider_used": "web_fetch",
         "queries_remaining": 20,
         "quota_source": "none",
@@ -113,7 +103,7 @@ def test_example_2_blocked_scrapers_then_gemini(env: Env, fake: FakeServer) -> N
     fake.route("/search", html("google/blocked-sorry.html", 429))  # Google and Bing share /search
     fake.route(gemini_path(), api("gemini-ok.json"))
     r = cli_search(env, "today AAPL stock price", "general")
-    assert spec_view(r) == {
+    assert spec_view(r, SHAPE_KEYS) == {
         "provider_used": "gemini",
         "queries_remaining": 19,
         "quota_source": "agent_allocation",
@@ -153,7 +143,7 @@ def test_example_3_plain_query_from_google(env: Env, fake: FakeServer) -> None:
     configure(env, fake, default_provider="gemini")
     fake.route("/search", html("google/basic-results-google.html"))
     r = cli_search(env, "best noise-cancelling headphones 2025", "general")
-    assert spec_view(r) == {
+    assert spec_view(r, SHAPE_KEYS) == {
         "provider_used": "web_fetch",
         "queries_remaining": 20,
         "quota_source": "none",
@@ -169,7 +159,7 @@ def test_example_4_scheduled_finance_query_on_gemini(env: Env, fake: FakeServer)
     for _ in range(3):
         cli_search(env, "NSE market open today", "stock-analysis")
     r = cli_search(env, "NSE market open today", "stock-analysis")
-    assert spec_view(r) == {
+    assert spec_view(r, SHAPE_KEYS) == {
         "provider_used": "gemini",
         "queries_remaining": 11,
         "quota_source": "agent_allocation",
@@ -183,19 +173,9 @@ def test_example_4_scheduled_finance_query_on_gemini(env: Env, fake: FakeServer)
 
 
 def exhaust(env: Env, fake: FakeServer) -> None:
-    """As in test_planner: limits equal the allocations, and both scheduled agents spent theirs."""
-    from smart_search.ledger import Ledger
-
-    configure(env, fake, providers={"gemini": {"daily_limit": 38}, "brave": {"daily_limit": 7}})
+    configure(env, fake, providers=EXHAUSTED_LIMITS)
     fake.route(gemini_path(), api("gemini-ok.json"))
-    ledger = Ledger(env.settings())
-    for agent, provider, n in (
-        ("stock-analysis", "gemini", 15),
-        ("tech-news", "gemini", 3),
-        ("tech-news", "brave", 2),
-    ):
-        for _ in range(n):
-            ledger.reserve(agent, provider)
+    env.spend(EXHAUSTING_SPEND)
 
 
 def test_example_5_exhausted_finance_query_is_refused(env: Env, fake: FakeServer) -> None:
@@ -218,7 +198,7 @@ def test_example_6_exhausted_plain_query_goes_to_duckduckgo(env: Env, fake: Fake
     exhaust(env, fake)
     fake.route("/html/", html("duckduckgo/html-results-caffeine.html"))
     r = cli_search(env, "latest AI research papers", "tech-news")
-    assert spec_view(r) == {
+    assert spec_view(r, SHAPE_KEYS) == {
         "provider_used": "web_fetch",
         "queries_remaining": 0,
         "quota_source": "none",

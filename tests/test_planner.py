@@ -10,7 +10,15 @@ import pytest
 
 from smart_search import errors, planner
 from smart_search.config import load_settings
-from tests.conftest import Env
+from tests.conftest import (
+    EXAMPLE_ALLOCATIONS,
+    EXHAUSTED_LIMITS,
+    EXHAUSTING_SPEND,
+    SHAPE_KEYS,
+    SPEC_KEYS,
+    Env,
+    spec_view,
+)
 
 WARNING = "Result retrieved via web scraping. Quality may be lower than API results."
 WEB = [{"title": "A page", "url": "https://example.org/a", "snippet": "About a."}]
@@ -57,11 +65,7 @@ def base_config(**extra: Any) -> dict[str, Any]:
     return {
         "web_fetch_min_interval_ms": 0,
         "providers": {"gemini": {"daily_limit": 1500}, "brave": {"daily_limit": 66}},
-        "agent_allocations": {
-            "stock-analysis": {"gemini": 15, "brave": 0},
-            "tech-news": {"gemini": 3, "brave": 2},
-            "general": {"gemini": 20, "brave": 5},
-        },
+        "agent_allocations": EXAMPLE_ALLOCATIONS,
         **extra,
     }
 
@@ -272,17 +276,7 @@ def test_b_all_fail(keyed: Env) -> None:
 
 def test_example_1_general_finance_google_succeeds(keyed: Env) -> None:
     r = search(keyed, FakeBackends(google=WEB), "today AAPL stock price", "general")
-    assert {
-        k: r[k]
-        for k in (
-            "provider_used",
-            "queries_remaining",
-            "quota_source",
-            "fallback_used",
-            "warning",
-            "web_fetch_engine",
-        )
-    } == {
+    assert spec_view(r, SHAPE_KEYS) == {
         "provider_used": "web_fetch",
         "queries_remaining": 20,
         "quota_source": "none",
@@ -301,18 +295,7 @@ def test_example_2_general_finance_both_scrapers_fail_gemini_answers(keyed: Env)
         gemini=FakeAnswer("Apple (AAPL) is trading at $189.42..."),
     )
     r = search(keyed, fake, "today AAPL stock price", "general")
-    assert {
-        k: r[k]
-        for k in (
-            "results",
-            "provider_used",
-            "queries_remaining",
-            "quota_source",
-            "fallback_used",
-            "warning",
-            "web_fetch_engine",
-        )
-    } == {
+    assert spec_view(r, SPEC_KEYS) == {
         "results": "Apple (AAPL) is trading at $189.42...",
         "provider_used": "gemini",
         "queries_remaining": 19,
@@ -320,6 +303,7 @@ def test_example_2_general_finance_both_scrapers_fail_gemini_answers(keyed: Env)
         "fallback_used": False,
         "warning": None,
         "web_fetch_engine": None,
+        "error": None,
     }
 
 
@@ -336,26 +320,10 @@ def test_example_3_general_plain_query_google_succeeds(keyed: Env) -> None:
 
 
 def test_example_4_scheduled_finance_gemini_with_allocation(keyed: Env) -> None:
-    from smart_search.ledger import Ledger
-
-    ledger = Ledger(keyed.settings())
-    for _ in range(3):
-        ledger.reserve("stock-analysis", "gemini")  # 12 of 15 left, as in the example
+    keyed.spend((("stock-analysis", "gemini", 3),))  # 12 of 15 left, as in the example
     fake = FakeBackends(gemini=FakeAnswer("The NSE opened at 22,450 points today..."))
     r = search(keyed, fake, "NSE market open today", "stock-analysis")
-    assert {
-        k: r[k]
-        for k in (
-            "results",
-            "provider_used",
-            "queries_remaining",
-            "quota_source",
-            "fallback_used",
-            "warning",
-            "web_fetch_engine",
-            "error",
-        )
-    } == {
+    assert spec_view(r, SPEC_KEYS) == {
         "results": "The NSE opened at 22,450 points today...",
         "provider_used": "gemini",
         "queries_remaining": 11,
@@ -368,39 +336,14 @@ def test_example_4_scheduled_finance_gemini_with_allocation(keyed: Env) -> None:
 
 
 def exhaust_stock_analysis(env: Env) -> None:
-    """Both APIs exhausted for stock-analysis and tech-news: each daily limit equals the sum of
-    the allocations (no direct headroom, no overcommit), and both agents spent theirs."""
-    from smart_search.ledger import Ledger
-
-    env.write_config(
-        base_config(providers={"gemini": {"daily_limit": 38}, "brave": {"daily_limit": 7}})
-    )
-    ledger = Ledger(env.settings())
-    for agent, provider, n in (
-        ("stock-analysis", "gemini", 15),
-        ("tech-news", "gemini", 3),
-        ("tech-news", "brave", 2),
-    ):
-        for _ in range(n):
-            ledger.reserve(agent, provider)
+    env.write_config(base_config(providers=EXHAUSTED_LIMITS))
+    env.spend(EXHAUSTING_SPEND)
 
 
 def test_example_5_scheduled_finance_both_exhausted_hard_error(keyed: Env) -> None:
     exhaust_stock_analysis(keyed)
     r = search(keyed, FakeBackends(), "NSE market open today", "stock-analysis")
-    assert {
-        k: r[k]
-        for k in (
-            "results",
-            "provider_used",
-            "queries_remaining",
-            "quota_source",
-            "fallback_used",
-            "warning",
-            "web_fetch_engine",
-            "error",
-        )
-    } == {
+    assert spec_view(r, SPEC_KEYS) == {
         "results": None,
         "provider_used": None,
         "queries_remaining": 0,
@@ -423,17 +366,7 @@ def test_example_6_scheduled_plain_query_both_exhausted_duckduckgo(keyed: Env) -
     exhaust_stock_analysis(keyed)
     fake = FakeBackends(duckduckgo=WEB)
     r = search(keyed, fake, "latest AI research papers", "tech-news")
-    assert {
-        k: r[k]
-        for k in (
-            "provider_used",
-            "queries_remaining",
-            "quota_source",
-            "fallback_used",
-            "warning",
-            "web_fetch_engine",
-        )
-    } == {
+    assert spec_view(r, SHAPE_KEYS) == {
         "provider_used": "web_fetch",
         "queries_remaining": 0,
         "quota_source": "none",
