@@ -73,9 +73,13 @@ def route(query: str, settings: Settings) -> str:
     return settings.default_provider
 
 
-def plan(agent_id: str, query: str, settings: Settings, force_provider: str | None) -> list[Tier]:
-    """The tiers to try, in order. `force_provider` replaces the routed provider only."""
-    routed = force_provider or route(query, settings)
+def routed_provider(query: str, settings: Settings, force_provider: str | None) -> str:
+    """`force_provider` when given (it replaces the routed provider only), else `route`."""
+    return force_provider or route(query, settings)
+
+
+def plan(agent_id: str, query: str, settings: Settings, routed: str) -> list[Tier]:
+    """The tiers to try, in order, for a query already routed to `routed`."""
     if agent_id == GENERAL_AGENT:
         return [
             Tier(1, "web_fetch", "google"),

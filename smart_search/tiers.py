@@ -207,17 +207,18 @@ def _api_tier(
         ledger.refund(agent_id, provider, source)
         raise
     breaker.record(provider, None)
+    latencies = list(getattr(answer, "attempt_latencies_ms", []))
     results = _usable(answer.results)
     if results is None:
         ledger.refund(agent_id, provider, source)
         empty = _nothing_usable(provider)
         empty.retries = retries
-        empty.attempt_latencies_ms = list(getattr(answer, "attempt_latencies_ms", []))
+        empty.attempt_latencies_ms = latencies
         out.attempts.append(_failed(_attempt(tier, started), empty, "failed"))
         return False
     record = _attempt(tier, started)
     record["retries"] = retries
-    record["attempt_latencies_ms"] = list(getattr(answer, "attempt_latencies_ms", []))
+    record["attempt_latencies_ms"] = latencies
     record["quota_source"] = quota.SOURCE_NAMES[source]
     out.attempts.append(record)
     out.results = results

@@ -53,13 +53,13 @@ def smart_search(
     ):
         # Validation: not logged as a search, no state touched.
         return search_error_result(UnknownAgent(unknown_agent(agent_id)))
-    routed = force or planner.route(query, settings)
+    routed = planner.routed_provider(query, settings, force)
     ledger = Ledger(settings)
     day = ledger.today
     try:
         ledger.register(agent_id)
         outcome = run_tiers(
-            planner.plan(agent_id, query, settings, force),
+            planner.plan(agent_id, query, settings, routed),
             agent_id=agent_id,
             query=query,
             settings=settings,

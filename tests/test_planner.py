@@ -119,26 +119,28 @@ def test_configured_keyword_lists_replace_the_built_in_ones(env: Env) -> None:
 
 def test_tier_tables() -> None:
     s = load_settings({"HOME": "/nonexistent"})
-    a = planner.plan("stock-analysis", "NSE open", s, None)
+    a = planner.plan("stock-analysis", "NSE open", s, planner.routed_provider("NSE open", s, None))
     assert [(t.number, t.provider, t.engine, t.finance_blocked) for t in a] == [
         (1, "gemini", None, False),
         (2, "brave", None, False),
         (3, "web_fetch", "duckduckgo", True),
     ]
-    a2 = planner.plan("tech-news", "ai papers", s, None)
+    a2 = planner.plan("tech-news", "ai papers", s, planner.routed_provider("ai papers", s, None))
     assert [(t.provider, t.finance_blocked) for t in a2] == [
         ("brave", False),
         ("gemini", False),
         ("web_fetch", False),
     ]
-    b = planner.plan("general", "NSE open", s, None)
+    b = planner.plan("general", "NSE open", s, planner.routed_provider("NSE open", s, None))
     assert [(t.number, t.provider, t.engine, t.finance_blocked) for t in b] == [
         (1, "web_fetch", "google", False),
         (2, "web_fetch", "bing", False),
         (3, "gemini", None, False),
         (4, "web_fetch", "duckduckgo", False),
     ]
-    forced = planner.plan("stock-analysis", "NSE open", s, "brave")
+    forced = planner.plan(
+        "stock-analysis", "NSE open", s, planner.routed_provider("NSE open", s, "brave")
+    )
     assert [t.provider for t in forced] == ["brave", "gemini", "web_fetch"]
     assert forced[2].finance_blocked  # force_provider changes the provider, not the strategy
 

@@ -114,12 +114,14 @@ def classify_status(engine: str, resp: HttpResponse) -> None:
     status = resp.status
     if 200 <= status < 300:
         return
+    from ..http import retry_after_seconds
+
     name = label(engine)
     if status == 429:
         raise errors.Blocked(
             f"{name} refused the request as too many (HTTP 429).",
             http_status=status,
-            retry_after=_retry_after(resp.headers.get("retry-after")),
+            retry_after=retry_after_seconds(resp.headers),
         )
     if status == 403:
         raise errors.Blocked(f"{name} refused the request (HTTP 403).", http_status=status)
@@ -147,14 +149,6 @@ def classify_status(engine: str, resp: HttpResponse) -> None:
         f"{name} answered HTTP {status}: not a results page (check endpoints.{engine}).",
         http_status=status,
     )
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header in its delta-seconds form (the HTTP-date form is rare
-    on these engines and is ignored)."""
-    if value and value.strip().isdigit():
-        return float(value.strip())
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
