@@ -2,8 +2,12 @@
 processes (RULINGS §5). The predecessor's in-process delay never fired for a one-shot CLI.
 
 Each engine's next free start time is kept in the state directory. A caller claims the next slot
-under the lock and then sleeps only the remainder; if that slot lies beyond its deadline it claims
-nothing and gives up at once, so pacing never pushes a call past `total_timeout_ms`.
+under the lock and then sleeps until that slot's wall-clock time; if the slot lies beyond its
+deadline it claims nothing and gives up at once, so pacing never pushes a call past
+`total_timeout_ms`. The sleep aims at the slot itself, not at a duration measured inside the lock:
+the lock holder's write and fsync take a variable few milliseconds, and a duration counted from
+before them would wake each caller late by its own write time, bringing neighbours closer than the
+interval.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ def wait_for_slot(
     horizon = settings.total_timeout_ms / 1000.0 + interval
     state = StateFile(settings.state_dir, PACING_FILE, settings.lock_timeout_ms, advisory=True)
 
-    def claim(doc: dict[str, Any] | None) -> tuple[dict[str, Any] | None, float]:
+    def claim(doc: dict[str, Any] | None) -> tuple[dict[str, Any] | None, float | None]:
         doc = doc or {}
         now = clock()
         stamp = doc.get(engine, 0.0)
@@ -47,15 +51,16 @@ def wait_for_slot(
         slot = max(now, last + interval)
         wait = slot - now
         if monotonic() + wait > deadline:
-            return None, -1.0
+            return None, None
         doc[engine] = slot
-        return doc, wait
+        return doc, slot
 
-    wait = state.update(claim)
-    if wait < 0:
+    slot = state.update(claim)
+    if slot is None:
         raise Timeout(
             f"{PROVIDER_LABELS[engine]} pacing: the next request slot lies past the deadline."
         )
+    wait = slot - clock()
     if wait > 0:
         sleep(wait)
-    return wait
+    return max(wait, 0.0)

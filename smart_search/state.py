@@ -3,7 +3,10 @@
 Every cross-process structure (the quota ledger, the circuit breaker, web_fetch pacing) is a small
 JSON document in the state directory, changed only by `StateFile.update` under a file lock
 (filelock) and written atomically: temp file, fsync, rename, fsync of the directory. A reader
-without the lock therefore always sees a whole document, old or new, never a torn one.
+without the lock therefore always sees a whole document, old or new, never a torn one. Advisory
+documents (breaker, pacing) skip the two fsyncs: they may be lost in an OS crash without harm, and
+the fsyncs, a variable few milliseconds inside the lock, would delay every search that paces or
+consults a breaker.
 
 A document that cannot be parsed is never reset or rewritten: the call fails with StateCorrupt and
 the bytes stay as they are for the operator.
@@ -109,10 +112,13 @@ class StateFile:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if not self.advisory:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, self.path)
+        if self.advisory:
+            return
         # Make the rename itself durable: losing it after a crash would forget spent units.
         dir_fd = os.open(self.state_dir, os.O_RDONLY)
         try:

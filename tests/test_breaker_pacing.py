@@ -187,6 +187,30 @@ def test_pacing_spaces_requests_across_processes(env: Env) -> None:
     assert stamps[-1] - stamps[0] < 0.25 * 5 + 1.0  # waits only the remainder, not more
 
 
+def test_pacing_sleeps_until_the_slot_not_for_a_duration_measured_under_the_lock(
+    env: Env,
+) -> None:
+    """The claim's write and fsync take time; a caller that then slept the whole wait it computed
+    before them would start late by its own write time, closer than the interval to the next."""
+    env.write_config({"web_fetch_min_interval_ms": 500})
+    env.state_dir.mkdir(parents=True)
+    (env.state_dir / "search-pacing.json").write_text('{"google": 1000.2}')
+    # First reading: inside the claim. Second: after the write, which took 30 ms.
+    readings = iter([1000.0, 1000.03])
+    slept: list[float] = []
+    waited = wait_for_slot(
+        env.settings(),
+        "google",
+        time.monotonic() + 10,
+        clock=lambda: next(readings),
+        sleep=slept.append,
+    )
+    assert slept == [pytest.approx(0.67)] and waited == pytest.approx(0.67)
+    assert json.loads((env.state_dir / "search-pacing.json").read_text())["google"] == (
+        pytest.approx(1000.7)
+    )
+
+
 def test_pacing_never_waits_past_the_deadline(env: Env) -> None:
     env.write_config({"web_fetch_min_interval_ms": 5000})
     s = env.settings()

@@ -316,3 +316,19 @@ def test_state_dir_is_created_private(env: Env) -> None:
 def test_reads_need_no_lock_and_do_not_create_files(env: Env, tmp_path: Path) -> None:
     assert env.call("search_quota_status")["agents"] == {}
     assert not env.state_dir.exists()
+
+
+def test_only_the_ledger_pays_for_fsync(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Quota units must survive an OS crash (file and rename both synced); breaker and pacing
+    state may be lost, so their writes skip the fsyncs that would stretch every lock hold."""
+    from smart_search.state import StateFile
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    for advisory, expected in ((True, 0), (False, 2)):
+        synced.clear()
+        doc = StateFile(str(env.state_dir), "x.json", 1000, advisory=advisory)
+        doc.update(lambda d: ({"n": 1}, None))
+        assert len(synced) == expected, advisory
+        assert json.loads((env.state_dir / "x.json").read_text()) == {"n": 1}
