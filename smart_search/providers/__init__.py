@@ -12,7 +12,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from .. import errors
 
@@ -32,6 +34,28 @@ class Answer:
     warning: str | None = None
     # Wall time of each attempt (send + parse), in order; filled in by call_provider.
     attempt_latencies_ms: list[int] = field(default_factory=list)
+
+
+def json_object(provider: str, response: HttpResponse) -> dict[str, Any]:
+    """The body of a 2xx answer as a JSON object, or `parse_error` saying what it was instead."""
+    try:
+        data = orjson.loads(response.body)
+    except orjson.JSONDecodeError:
+        raise errors.ParseError(
+            f"{errors.PROVIDER_LABELS[provider]} returned a response that is not JSON.",
+            http_status=response.status,
+        ) from None
+    if not isinstance(data, dict):
+        raise shape_error(provider, response)
+    return data
+
+
+def shape_error(provider: str, response: HttpResponse) -> errors.ParseError:
+    """JSON that parsed but is not the shape the provider documents."""
+    return errors.ParseError(
+        f"{errors.PROVIDER_LABELS[provider]} returned JSON in an unexpected shape.",
+        http_status=response.status,
+    )
 
 
 def status_error(provider: str, response: HttpResponse) -> errors.SearchError:

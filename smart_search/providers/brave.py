@@ -24,8 +24,9 @@ import orjson
 from .. import errors
 from ..config import Settings
 from ..http import HttpRequest, HttpResponse, retry_after_seconds
-from . import Answer, status_error
+from . import Answer, json_object, shape_error, status_error
 
+NAME = "brave"
 PATH = "/res/v1/web/search"
 MAX_QUERY_CHARS = 400
 MAX_QUERY_WORDS = 50
@@ -66,13 +67,13 @@ def fit_query(query: str) -> tuple[str, str | None]:
 
 def build_request(query: str, settings: Settings) -> HttpRequest:
     """GET with the subscription token in its header; the query is fitted to Brave's limits."""
-    secret = settings.api_keys.get("brave")
+    secret = settings.api_keys.get(NAME)
     if secret is None:
         raise errors.NotConfigured(errors.BRAVE_NOT_CONFIGURED)
     fitted, _ = fit_query(query)
     return HttpRequest(
         "GET",
-        settings.endpoints["brave"] + PATH,
+        settings.endpoints[NAME] + PATH,
         params={"q": fitted, "count": str(settings.brave_count)},
         headers={"X-Subscription-Token": secret.reveal(), "Accept": "application/json"},
     )
@@ -82,23 +83,16 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
     """`[{title, url, snippet}]` in plain text, or the `errors` class the response stands for."""
     if not 200 <= resp.status < 300:
         raise classify_error(resp)
-    try:
-        data = orjson.loads(resp.body)
-    except orjson.JSONDecodeError:
-        raise errors.ParseError(
-            "Brave returned a response that is not JSON.", http_status=resp.status
-        ) from None
-    if not isinstance(data, dict):
-        raise _shape_error(resp)
+    data = json_object(NAME, resp)
     web = data.get("web")
     if web is None:
         # A search with no web hits omits `web` entirely (see brave-empty.json).
         if data.get("type") == "search" or "query" in data:
             raise errors.NoResults(errors.BRAVE_EMPTY, http_status=resp.status)
-        raise _shape_error(resp)
+        raise shape_error(NAME, resp)
     raw_results = web.get("results", []) if isinstance(web, dict) else None
     if not isinstance(raw_results, list):
-        raise _shape_error(resp)
+        raise shape_error(NAME, resp)
     results = [r for r in (_result(item) for item in raw_results) if r is not None]
     if not results:
         raise errors.NoResults(errors.BRAVE_EMPTY, http_status=resp.status)
@@ -108,7 +102,7 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
 def classify_error(resp: HttpResponse) -> errors.SearchError:
     """The error for a non-2xx status; the body and headers only refine a 429."""
     status = resp.status
-    message = errors.api_error("brave", status)
+    message = errors.api_error(NAME, status)
     if status == 429:
         if "QUOTA_LIMITED" in _error_codes(resp.body) or _quota_window_spent(resp.headers):
             return errors.QuotaExhausted(message, http_status=status)
@@ -117,7 +111,7 @@ def classify_error(resp: HttpResponse) -> errors.SearchError:
             wait = retry_after_seconds(resp.headers)
         return errors.RateLimited(message, http_status=status, retry_after=wait)
     # 422 SUBSCRIPTION_TOKEN_INVALID, 401, 403 and 400 are refusals (auth_failed).
-    return status_error("brave", resp)
+    return status_error(NAME, resp)
 
 
 def plain_text(value: object) -> str:
@@ -138,10 +132,6 @@ def _result(item: object) -> dict[str, str] | None:
         "url": url,
         "snippet": plain_text(item.get("description")),
     }
-
-
-def _shape_error(resp: HttpResponse) -> errors.ParseError:
-    return errors.ParseError("Brave returned JSON in an unexpected shape.", http_status=resp.status)
 
 
 def _error_codes(body: bytes) -> set[str]:

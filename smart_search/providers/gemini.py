@@ -25,8 +25,9 @@ import orjson
 from .. import errors
 from ..config import Settings
 from ..http import HttpRequest, HttpResponse, retry_after_seconds
-from . import Answer, status_error
+from . import Answer, json_object, shape_error, status_error
 
+NAME = "gemini"
 PATH = "/v1beta/models/{model}:generateContent"
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
@@ -38,10 +39,10 @@ _RETRY_IN_TEXT = re.compile(r"retry in (\d+(?:\.\d+)?)s\b", re.IGNORECASE)
 
 def build_request(query: str, settings: Settings) -> HttpRequest:
     """POST the query with the google_search tool enabled; the key goes in a header only."""
-    secret = settings.api_keys.get("gemini")
+    secret = settings.api_keys.get(NAME)
     if secret is None:
         raise errors.NotConfigured(errors.GEMINI_NOT_CONFIGURED)
-    url = settings.endpoints["gemini"] + PATH.format(model=quote(settings.gemini_model, safe=""))
+    url = settings.endpoints[NAME] + PATH.format(model=quote(settings.gemini_model, safe=""))
     return HttpRequest(
         "POST",
         url,
@@ -57,20 +58,20 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
     """The answer text and its citations, or the `errors` class the response stands for."""
     if not 200 <= resp.status < 300:
         raise classify_error(resp, settings)
-    data = _json_object(resp)
+    data = json_object(NAME, resp)
     candidates = data.get("candidates")
     if candidates is None:
         if "promptFeedback" in data or "usageMetadata" in data:
             # No candidates at all: the prompt was blocked or nothing was generated.
             raise errors.NoResults(errors.GEMINI_EMPTY, http_status=resp.status)
-        raise _shape_error(resp)
+        raise shape_error(NAME, resp)
     if not isinstance(candidates, list):
-        raise _shape_error(resp)
+        raise shape_error(NAME, resp)
     if not candidates:
         raise errors.NoResults(errors.GEMINI_EMPTY, http_status=resp.status)
     first = candidates[0]
     if not isinstance(first, dict):
-        raise _shape_error(resp)
+        raise shape_error(NAME, resp)
     text = _answer_text(first, resp).strip()
     if not text:
         # SAFETY, RECITATION, MAX_TOKENS spent on thinking...: nothing usable came back.
@@ -81,7 +82,7 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
 def classify_error(resp: HttpResponse, settings: Settings) -> errors.SearchError:
     """The error for a non-2xx status; decided by the status, the body only refines a 429."""
     status = resp.status
-    message = errors.api_error("gemini", status)
+    message = errors.api_error(NAME, status)
     if status == 404:
         return errors.ModelUnavailable(
             errors.model_unavailable(settings.gemini_model), http_status=status
@@ -96,25 +97,7 @@ def classify_error(resp: HttpResponse, settings: Settings) -> errors.SearchError
             wait = float(found.group(1)) if found else retry_after_seconds(resp.headers)
         return errors.RateLimited(message, http_status=status, retry_after=wait)
     # 400 API_KEY_INVALID, 401 and 403 are refusals (auth_failed).
-    return status_error("gemini", resp)
-
-
-def _json_object(resp: HttpResponse) -> dict[str, Any]:
-    try:
-        data = orjson.loads(resp.body)
-    except orjson.JSONDecodeError:
-        raise errors.ParseError(
-            "Gemini returned a response that is not JSON.", http_status=resp.status
-        ) from None
-    if not isinstance(data, dict):
-        raise _shape_error(resp)
-    return data
-
-
-def _shape_error(resp: HttpResponse) -> errors.ParseError:
-    return errors.ParseError(
-        "Gemini returned JSON in an unexpected shape.", http_status=resp.status
-    )
+    return status_error(NAME, resp)
 
 
 def _answer_text(candidate: dict[str, Any], resp: HttpResponse) -> str:
@@ -122,10 +105,10 @@ def _answer_text(candidate: dict[str, Any], resp: HttpResponse) -> str:
     if content is None:
         return ""
     if not isinstance(content, dict):
-        raise _shape_error(resp)
+        raise shape_error(NAME, resp)
     parts = content.get("parts", [])
     if not isinstance(parts, list):
-        raise _shape_error(resp)
+        raise shape_error(NAME, resp)
     texts = []
     for part in parts:
         if not isinstance(part, dict) or part.get("thought") is True:
