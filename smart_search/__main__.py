@@ -1,19 +1,49 @@
-"""`smart-search` / `python -m smart_search`: read one JSON call on stdin, print one result."""
+"""`smart-search` / `python -m smart_search`: read one JSON call on stdin, print one result.
+
+With a subcommand (`smart-search report ...`), the named module's `main(argv) -> int` runs
+instead; each is imported only when named, so the one-shot JSON call pays for none of them.
+"""
 
 from __future__ import annotations
 
 import sys
 
 USAGE = """usage: smart-search < call.json
+       smart-search search QUERY --agent-id ID [--provider gemini|brave]
+       smart-search quota [--agent-id ID]
+       smart-search complete --agent-id ID
+       smart-search doctor [--json]
+       smart-search report [--days N | --since DATE --until DATE] [--agent ID] [--json]
+       smart-search cache clear
+       smart-search state export | import FILE
+       smart-search mcp [--http HOST:PORT] [--agent-id ID]
 
 Reads ONE JSON object {"tool": "<name>", "args": {...}} from stdin and prints ONE JSON object.
 Tools: smart_search, search_quota_status, search_mark_agent_complete.
 Options: --help, --version
 """
 
+# subcommand -> "module:function" inside this package; the function takes the remaining argv.
+SUBCOMMANDS = {
+    "search": "argforms:search_main",
+    "quota": "argforms:quota_main",
+    "complete": "argforms:complete_main",
+    "doctor": "doctor:main",
+    "report": "report:main",
+    "cache": "admin:cache_main",
+    "state": "admin:state_main",
+    "mcp": "mcp_server:main",
+}
+
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in SUBCOMMANDS:
+        import importlib
+
+        module, function = SUBCOMMANDS[args[0]].split(":")
+        run = getattr(importlib.import_module(f"smart_search.{module}"), function)
+        return int(run(args[1:]))
     if args:
         if args in (["--help"], ["-h"]):
             sys.stdout.write(USAGE)

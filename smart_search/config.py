@@ -55,6 +55,15 @@ DEFAULT_ENDPOINTS = {
 DEFAULT_GEMINI_MODEL = "gemini-flash-latest"
 # Free-tier ceilings: Gemini grounding 1500/day, Brave 2000/month ≈ 66/day.
 DEFAULT_DAILY_LIMITS = {"gemini": 1500, "brave": 66}
+# Monthly free allowances in 2026 (README, "The quota model"): Brave's $5 monthly credit buys about
+# 1,000 requests; Gemini 3 grounding includes 5,000 search queries a month. A default install never
+# runs into a paid overage.
+DEFAULT_MONTHLY_LIMITS = {"gemini": 5000, "brave": 1000}
+# Each provider's windows follow its own clock: Gemini's daily counters reset at midnight Pacific.
+DEFAULT_RESET_TIMEZONES = {"gemini": "America/Los_Angeles", "brave": "UTC"}
+UNITS = ("search_query", "request")
+# No count or limit anywhere (config or ledger) may exceed this: 1e30 is a typo, not a budget.
+MAX_COUNT = 10**9
 # The predecessor skill's allocation for an agent that is not in config.
 DEFAULT_ALLOCATION = {"gemini": 5, "brave": 0}
 
@@ -115,6 +124,10 @@ class Settings:
     finance_keywords: tuple[str, ...]
     brave_keywords: tuple[str, ...]
     daily_limits: dict[str, int]
+    monthly_limits: dict[str, int]
+    reset_timezones: dict[str, str]
+    units: dict[str, str]
+    prices_per_1000: dict[str, float | None]
     agent_allocations: dict[str, dict[str, int]]
     default_allocation: dict[str, int]
     endpoints: dict[str, str]
@@ -247,7 +260,7 @@ def _build(
         values[key] = _whole(section, key, default, low, high)
     values["finance_keywords"] = _keywords(section, "finance_keywords", DEFAULT_FINANCE_KEYWORDS)
     values["brave_keywords"] = _keywords(section, "brave_keywords", DEFAULT_BRAVE_KEYWORDS)
-    values["daily_limits"] = _daily_limits(section)
+    values.update(_providers(section, values["gemini_model"]))
     values["agent_allocations"] = _allocations(section)
     default_alloc = section.get("default_allocation", DEFAULT_ALLOCATION)
     values["default_allocation"] = _allocation("default_allocation", default_alloc)
@@ -257,9 +270,7 @@ def _build(
         raise ConfigError('Config key "state_dir" must be a non-empty string.')
     values["state_dir"] = _state_dir(env, state_dir)
     tz = section.get("timezone")
-    if tz is not None and (not isinstance(tz, str) or not tz):
-        raise ConfigError('Config key "timezone" must be an IANA zone name like "Europe/Warsaw".')
-    values["timezone"] = tz
+    values["timezone"] = None if tz is None else _zone(tz, "timezone")
     values["api_keys"] = {
         "gemini": _api_key("GEMINI_API_KEY", env, skill_env, root),
         "brave": _api_key("BRAVE_API_KEY", env, skill_env, root),
@@ -296,19 +307,64 @@ def _keywords(section: dict[str, Any], key: str, default: tuple[str, ...]) -> tu
     return tuple(k.strip().lower() for k in value)
 
 
-def _daily_limits(section: dict[str, Any]) -> dict[str, int]:
+def _providers(section: dict[str, Any], gemini_model: str) -> dict[str, dict[str, Any]]:
+    """`providers.<p>`: both budget windows, the window clock, the billing unit and the price."""
     providers = section.get("providers", {})
     if not isinstance(providers, dict):
         raise ConfigError('Config key "providers" must be an object.')
-    limits = dict(DEFAULT_DAILY_LIMITS)
     for name, entry in providers.items():
         if name not in PROVIDERS:
             raise ConfigError(f'Config key "providers.{name}" is not a provider (gemini, brave).')
         if not isinstance(entry, dict):
             raise ConfigError(f'Config key "providers.{name}" must be an object.')
-        if "daily_limit" in entry:
-            limits[name] = _count(entry["daily_limit"], f"providers.{name}.daily_limit")
-    return limits
+    # Gemini 2.x bills per grounded prompt; Gemini 3 and later per search query the model runs.
+    legacy_model = re.match(r"gemini-(1|2)(\.|-)", gemini_model) is not None
+    default_units = {"gemini": "request" if legacy_model else "search_query", "brave": "request"}
+    out: dict[str, dict[str, Any]] = {
+        "daily_limits": {},
+        "monthly_limits": {},
+        "reset_timezones": {},
+        "units": {},
+        "prices_per_1000": {},
+    }
+    for p in PROVIDERS:
+        entry = providers.get(p, {})
+        key = f"providers.{p}"
+        out["daily_limits"][p] = _count(
+            entry.get("daily_limit", DEFAULT_DAILY_LIMITS[p]), f"{key}.daily_limit"
+        )
+        out["monthly_limits"][p] = _count(
+            entry.get("monthly_limit", DEFAULT_MONTHLY_LIMITS[p]), f"{key}.monthly_limit"
+        )
+        zone = entry.get("reset_timezone", DEFAULT_RESET_TIMEZONES[p])
+        out["reset_timezones"][p] = _zone(zone, f"{key}.reset_timezone")
+        unit = entry.get("unit", default_units[p])
+        if unit not in UNITS or (p == "brave" and unit != "request"):
+            allowed = '"search_query" or "request"' if p == "gemini" else '"request"'
+            raise ConfigError(f'Config key "{key}.unit" must be {allowed}.')
+        out["units"][p] = unit
+        price = entry.get("price_per_1000")
+        if price is not None and (
+            isinstance(price, bool)
+            or not isinstance(price, int | float)
+            or not 0 <= price <= MAX_COUNT
+        ):
+            raise ConfigError(f'Config key "{key}.price_per_1000" must be a number, 0 or more.')
+        out["prices_per_1000"][p] = None if price is None else float(price)
+    return out
+
+
+def _zone(value: Any, key: str) -> str:
+    """An IANA zone name that this machine knows, checked once here (not at every use)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f'Config key "{key}" must be an IANA zone name like "Europe/Warsaw".')
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f'Config key "{key}" names an unknown zone: "{value[:64]}".') from None
+    return value
 
 
 def _allocations(section: dict[str, Any]) -> dict[str, dict[str, int]]:
@@ -338,8 +394,8 @@ def _allocation(key: str, entry: Any) -> dict[str, int]:
 def _count(value: Any, key: str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f'Config key "{key}" must be a whole number, 0 or more.')
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise ConfigError(f'Config key "{key}" must be a whole number from 0 to {MAX_COUNT}.')
     return value
 
 

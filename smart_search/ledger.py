@@ -22,7 +22,6 @@ from .config import PROVIDERS, Settings
 from .errors import (
     AgentNotFound,
     AlreadyComplete,
-    ConfigError,
     StateCorrupt,
     agent_already_complete,
     agent_not_found,
@@ -40,15 +39,10 @@ def today(settings: Settings, now: float | None = None) -> str:
     if not settings.timezone:
         return time.strftime("%Y-%m-%d", time.gmtime(now))
     from datetime import datetime
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    from zoneinfo import ZoneInfo
 
-    try:
-        zone = ZoneInfo(settings.timezone)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(
-            f'Config key "timezone" names an unknown zone: "{settings.timezone[:64]}".'
-        ) from None
-    return datetime.fromtimestamp(now, zone).strftime("%Y-%m-%d")
+    # config._zone already proved the name.
+    return datetime.fromtimestamp(now, ZoneInfo(settings.timezone)).strftime("%Y-%m-%d")
 
 
 def ceilings(settings: Settings) -> quota.Ceilings:

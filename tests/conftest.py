@@ -84,6 +84,8 @@ class Env:
             "PATH": os.environ.get("PATH", ""),
             "SMART_SEARCH_STATE_DIR": str(self.state_dir),
             "OPENCLAW_CONFIG_PATH": str(self.config_path),
+            # Child processes import this checkout, whatever is installed (or not) elsewhere.
+            "PYTHONPATH": str(REPO),
         }
         self.write_config({})
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -120,7 +119,7 @@ def test_exactly_one_half_open_trial_across_processes(env: Env) -> None:
         subprocess.Popen(
             [sys.executable, "-c", TRIAL, str(start)],
             stdout=subprocess.PIPE,
-            env={**env.environ, "PYTHONPATH": os.getcwd()},
+            env=env.environ,
         )
         for _ in range(16)
     ]
@@ -177,7 +176,7 @@ def test_pacing_spaces_requests_across_processes(env: Env) -> None:
         subprocess.Popen(
             [sys.executable, "-c", PACER, str(start)],
             stdout=subprocess.PIPE,
-            env={**env.environ, "PYTHONPATH": os.getcwd()},
+            env=env.environ,
         )
         for _ in range(6)
     ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -36,7 +35,7 @@ def spawn(env: Env, code: str, *args: str) -> subprocess.Popen:
         [sys.executable, "-c", code, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**env.environ, "PYTHONPATH": os.getcwd()},
+        env=env.environ,
     )
 
 
