@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import importlib
 import re
+import time
 from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
 from .. import errors
@@ -67,20 +68,29 @@ def engine_module(name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{name}")
 
 
+class EngineCall(NamedTuple):
+    """How one engine request ended: the parsed results or the error, and its telemetry."""
+
+    results: list[dict[str, str]] | None
+    error: errors.SearchError | None
+    sent: bool  # False: nothing left (no pacing slot before the deadline)
+    attempt_latencies_ms: list[float]
+    http_status: int | None
+
+
 def fetch_engine(
     engine: str,
     query: str,
     settings: Settings,
     deadline: float,
     before_send: Callable[[], object] | None = None,
-) -> list[dict[str, str]]:
+) -> EngineCall:
     """One request to `engine` for `query` and its parsed results, by `deadline` (monotonic).
 
     Pacing and the circuit breaker are the caller's; `before_send` (the pacing wait) runs
     right before the request goes out. There is no retry here: a second request
     inside the pacing interval is the very burst that gets a client blocked, and a failed engine
-    simply hands over to the next tier. Raises the `errors` classes only; an error raised while
-    reading the page carries the HTTP status it came with.
+    simply hands over to the next tier. Never raises our `errors`: the record says how it ended.
     """
     from .. import http
 
@@ -90,17 +100,29 @@ def fetch_engine(
         # The caller's pacing slot: claim it only once every one-off cost (imports, TLS context)
         # is paid, so requests leave as evenly spaced as their slots.
         http.warm(request)
-        before_send()
-    response = http.send(
-        request, deadline=deadline, request_timeout_s=settings.request_timeout_ms / 1000
-    )
-    classify_status(engine, response)
+        try:
+            before_send()
+        except errors.SearchError as err:
+            return EngineCall(None, err, False, [], None)
+    started = time.monotonic()
+
+    def ended(
+        results: list[dict[str, str]] | None, error: errors.SearchError | None, status: int | None
+    ) -> EngineCall:
+        elapsed = round((time.monotonic() - started) * 1000, 1)
+        return EngineCall(results, error, True, [elapsed], status)
+
     try:
-        return module.parse(response.body)
+        response = http.send(
+            request, deadline=deadline, request_timeout_s=settings.request_timeout_ms / 1000
+        )
     except errors.SearchError as err:
-        if err.http_status is None:
-            err.http_status = response.status
-        raise
+        return ended(None, err, None)
+    try:
+        classify_status(engine, response)
+        return ended(module.parse(response.body), None, response.status)
+    except errors.SearchError as err:
+        return ended(None, err, err.http_status or response.status)
 
 
 def classify_status(engine: str, resp: HttpResponse) -> None:
