@@ -237,7 +237,10 @@ def _perform(
         cookies=request.cookies or None,
         verify=context if context is not None else False,
         # Without a verifying context, no hop may leave plain http (see speaks_tls).
-        event_hooks={} if tls else {"request": [_refuse_tls_hop]},
+        event_hooks={
+            "response": [_refuse_non_web_redirect],
+            **({} if tls else {"request": [_refuse_tls_hop]}),
+        },
         # A loopback address is never reached through a proxy from the environment.
         trust_env=not loopback,
     )
@@ -263,6 +266,24 @@ def speaks_tls(request: HttpRequest) -> bool:
     (~180 ms here), so plain-http requests (loopback only) skip it; a redirect from one to
     https is refused by `_refuse_tls_hop` rather than followed unverified."""
     return not request.url.startswith("http:")
+
+
+def _refuse_non_web_redirect(response: Any) -> None:
+    """A redirect to anything but http(s) (`javascript:`, `data:`, `ftp:`) is the server's fault,
+    not the operator's: `parse_error`, followed or not. Without this, httpx fails to build the
+    next request with the same exception as a bad configured URL (`config_error`)."""
+    if not response.has_redirect_location:
+        return
+    try:
+        scheme = urlsplit(response.headers["location"]).scheme.lower()
+    except ValueError:
+        return  # unreadable: httpx reports a broken response (transport_failure)
+    if scheme and scheme not in ("http", "https"):
+        host = response.request.url.host or "the server"
+        raise errors.ParseError(
+            f"{host} redirected to a non-http(s) URL ({scheme[:16]}:).",
+            http_status=response.status_code,
+        )
 
 
 def _refuse_tls_hop(hop: Any) -> None:

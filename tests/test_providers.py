@@ -386,7 +386,7 @@ def test_gemini_stalls_are_retried_within_the_deadline(tmp_path: Path, fake: Fak
     fake.route(GEMINI_PATH, Reply(200, body=b"{}", delay=60))
     settings = make_settings(tmp_path, fake, request_timeout_ms=500, retry_max_attempts=5)
     started = time.monotonic()
-    with pytest.raises(errors.Timeout) as caught:
+    with pytest.raises(errors.Timeout):
         call("gemini", settings, budget=1.15)
     elapsed = time.monotonic() - started
     # Two 0.5 s attempts fit in 1.15 s; the 0.15 s left is too little for a third (retry.py's

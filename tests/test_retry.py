@@ -125,7 +125,7 @@ def test_what_cannot_heal_is_raised_at_once(error: errors.SearchError) -> None:
 def test_max_attempts_counts_the_first_attempt() -> None:
     clock = FakeClock()
     attempt, calls = scripted(errors.ServerError("boom"))
-    with pytest.raises(errors.ServerError) as caught:
+    with pytest.raises(errors.ServerError):
         run(attempt, clock, max_attempts=3)
     assert calls[0] == 3
     assert ENDED[-1] == 2
@@ -158,7 +158,7 @@ def test_retry_after_is_honoured_when_it_fits() -> None:
 def test_retry_after_that_does_not_fit_stops_at_once() -> None:
     clock = FakeClock()
     attempt, calls = scripted(errors.RateLimited("429", retry_after=21), "ok")
-    with pytest.raises(errors.RateLimited) as caught:
+    with pytest.raises(errors.RateLimited):
         run(attempt, clock, budget=20)
     assert clock.sleeps == [] and calls[0] == 1
     assert ENDED[-1] == 0
@@ -179,7 +179,7 @@ def test_time_spent_in_attempts_counts_against_the_deadline() -> None:
         clock.now += 9  # each attempt eats 9 s of a 15 s budget
         raise errors.Timeout("slow")
 
-    with pytest.raises(errors.Timeout) as caught:
+    with pytest.raises(errors.Timeout):
         run(slow_failure, clock, max_attempts=10, budget=15, base_delay_ms=100)
     assert ENDED[-1] == 1
 
