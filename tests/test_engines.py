@@ -646,8 +646,9 @@ def fake(env: Any) -> Any:
 
 def test_fetch_engine_returns_parsed_results(fake: Any) -> None:
     fake.route("/html/", Reply(200, body=page("duckduckgo/html-results-caffeine.html")))
-    results = fetch_engine("duckduckgo", "does caffeine affect sleep", fake.settings, _soon())
-    assert len(results) == 9
+    call = fetch_engine("duckduckgo", "does caffeine affect sleep", fake.settings, _soon())
+    assert call.error is None and call.sent and call.http_status == 200
+    assert len(call.results) == 9 and len(call.attempt_latencies_ms) == 1
     sent = fake.requests[0]
     assert sent.path == "/html/" and sent.query["q"] == ["does caffeine affect sleep"]
     assert "Firefox" in sent.headers["user-agent"]
@@ -655,7 +656,7 @@ def test_fetch_engine_returns_parsed_results(fake: Any) -> None:
 
 def test_fetch_engine_sends_google_consent_cookies(fake: Any) -> None:
     fake.route("/search", Reply(200, body=page("google/basic-results-google.html")))
-    assert len(fetch_engine("google", "google", fake.settings, _soon())) == 10
+    assert len(fetched("google", "google", fake.settings)) == 10
     cookie = fake.requests[0].headers["cookie"]
     assert "CONSENT=YES+" in cookie and "SOCS=" in cookie
 
@@ -675,9 +676,9 @@ def test_fetch_engine_failures_carry_their_status(
     fake: Any, reply: dict[str, Any], error: type[Exception], status: int
 ) -> None:
     fake.route("/search", Reply(**reply))
-    with pytest.raises(error) as caught:
-        fetch_engine("google", "q", fake.settings, _soon())
-    assert caught.value.http_status == status
+    call = fetch_engine("google", "q", fake.settings, _soon())
+    assert isinstance(call.error, error) and call.results is None
+    assert call.http_status == status and call.sent
 
 
 def test_fetch_engine_follows_a_redirect_to_the_consent_wall(fake: Any) -> None:
@@ -685,12 +686,28 @@ def test_fetch_engine_follows_a_redirect_to_the_consent_wall(fake: Any) -> None:
     fake.route("/search", Reply(302, headers={"Location": fake.url + "/ml?continue=x"}))
     fake.route("/ml", Reply(200, body=consent))
     with pytest.raises(errors.Blocked, match="consent"):
-        fetch_engine("google", "q", fake.settings, _soon())
+        fetched("google", "q", fake.settings)
     assert [r.path for r in fake.requests] == ["/search", "/ml"]
 
 
 def _soon() -> float:
     return time.monotonic() + 10
+
+
+def fetched(engine: str, query: str, settings: Any) -> list[dict[str, str]]:
+    """The results of one fetch; the error it ended with is raised."""
+    call = fetch_engine(engine, query, settings, _soon())
+    if call.error is not None:
+        raise call.error
+    return call.results
+
+
+def test_fetch_engine_that_gets_no_pacing_slot_sends_nothing(fake: Any) -> None:
+    def no_slot() -> None:
+        raise errors.Timeout("Google pacing: the next request slot lies past the deadline.")
+
+    call = fetch_engine("google", "q", fake.settings, _soon(), no_slot)
+    assert not call.sent and isinstance(call.error, errors.Timeout) and fake.requests == []
 
 
 # --- HTTP statuses ----------------------------------------------------------------------------

@@ -117,7 +117,7 @@ def fetch_engine(
             request, deadline=deadline, request_timeout_s=settings.request_timeout_ms / 1000
         )
     except errors.SearchError as err:
-        return ended(None, err, None)
+        return ended(None, err, err.http_status)
     try:
         classify_status(engine, response)
         return ended(module.parse(response.body), None, response.status)
