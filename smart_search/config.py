@@ -131,6 +131,7 @@ class Settings:
     reset_timezones: dict[str, str]
     units: dict[str, str]
     prices_per_1000: dict[str, float | None]
+    max_units_per_call: dict[str, int]
     agent_allocations: dict[str, dict[str, int]]
     default_allocation: dict[str, int]
     endpoints: dict[str, str]
@@ -332,6 +333,7 @@ def _providers(section: dict[str, Any], gemini_model: str) -> dict[str, dict[str
         "reset_timezones": {},
         "units": {},
         "prices_per_1000": {},
+        "max_units_per_call": {},
     }
     for p in PROVIDERS:
         entry = providers.get(p, {})
@@ -349,6 +351,11 @@ def _providers(section: dict[str, Any], gemini_model: str) -> dict[str, dict[str
             allowed = '"search_query" or "request"' if p == "gemini" else '"request"'
             raise ConfigError(f'Config key "{key}.unit" must be {allowed}.')
         out["units"][p] = unit
+        # Gemini 3 may run several search queries for one prompt; one request is one unit.
+        most = 3 if unit == "search_query" else 1
+        out["max_units_per_call"][p] = _count(
+            entry.get("max_units_per_call", most), f"{key}.max_units_per_call"
+        ) or 1
         price = entry.get("price_per_1000")
         if price is not None and (
             isinstance(price, bool)

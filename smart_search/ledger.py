@@ -69,7 +69,8 @@ def ceilings(settings: Settings) -> quota.Ceilings:
         settings.agent_allocations,
         settings.default_allocation,
         settings.monthly_limits,
-        getattr(settings, "max_unconfigured_agents", None),
+        settings.max_unconfigured_agents,
+        settings.max_units_per_call,
     )
 
 
