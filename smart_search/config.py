@@ -13,8 +13,11 @@ from typing import Any
 from .errors import CANNOT_READ_CONFIG, ConfigError
 
 SKILL_NAME = "smart-search"
+# The registries, once: every module names providers and engines through these.
 PROVIDERS = ("gemini", "brave")
 ENGINES = ("google", "bing", "duckduckgo")
+# The chat agent of Strategy B (spec §4), always known, also under strict_agents.
+GENERAL_AGENT = "general"
 
 # Spec §5's tables; configurable through finance_keywords / brave_keywords.
 DEFAULT_FINANCE_KEYWORDS = (
@@ -445,7 +448,12 @@ def is_allowed_base_url(url: str) -> bool:
         return True
     if parts.scheme != "http":
         return False
-    return host in _LOOPBACK_HOSTS or _is_loopback_ip(host)
+    return is_loopback_host(host)
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """127.0.0.0/8, ::1 or localhost: the one loopback rule (config and the HTTP layer)."""
+    return host is not None and (host in _LOOPBACK_HOSTS or _is_loopback_ip(host))
 
 
 def _is_loopback_ip(host: str) -> bool:

@@ -40,12 +40,12 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+from .config import PROVIDERS
 from .errors import QuotaExhausted, UnknownAgent
 
 FORMAT = "smart-search/quota@2"
 FORMAT_PREFIX = "smart-search/quota@"
 VERSION = 2
-PROVIDERS = ("gemini", "brave")
 SOURCES = ("allocation", "pool", "direct")
 # quota_source values in results, per source.
 SOURCE_NAMES = {
