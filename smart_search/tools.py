@@ -99,11 +99,15 @@ def smart_search(
         result["error_code"] = outcome.error.error_code
         result["warning"] = overcommit
     else:
-        # Already sanitized, tier by tier (tiers._usable); only the size cap is left.
+        # Already sanitized, tier by tier (tiers._usable); keys are scrubbed BEFORE the size cap,
+        # so that a cut can never leave part of a key behind.
+        from .scrub import scrub, settings_secrets
+
+        secrets = settings_secrets(settings)
         result["results"], result["truncated"] = output.cap_results(
-            outcome.results, settings.max_result_chars
+            scrub(outcome.results, secrets), settings.max_result_chars
         )
-        result["citations"] = outcome.citations
+        result["citations"] = scrub(outcome.citations, secrets)
     _log(settings, day, agent_id, query, force, result, started)
     return result
 
@@ -138,7 +142,15 @@ def _log(
         "attempts": result["attempts"],
         "latency_ms": round((time.monotonic() - started) * 1000, 1),
     }
-    append_search_log(settings.state_dir, day, record, settings.log_retention_days)
+    from .scrub import settings_secrets
+
+    append_search_log(
+        settings.state_dir,
+        day,
+        record,
+        settings.log_retention_days,
+        secrets=settings_secrets(settings),
+    )
 
 
 def search_quota_status(args: dict[str, Any], settings: Settings) -> dict[str, Any]:
@@ -177,12 +189,17 @@ def completion_message(released: dict[str, int]) -> str:
 def call_tool(
     tool: str, args: dict[str, Any], settings: Settings, **options: Any
 ) -> dict[str, Any]:
-    """Run one validated tool call; SearchError becomes the tool's error object."""
+    """Run one validated tool call; SearchError becomes the tool's error object. No configured API
+    key appears in any string of what it returns."""
+    from .scrub import scrub, settings_secrets
+
     try:
         if tool == "smart_search":
-            return smart_search(args, settings, **options)
-        if tool == "search_quota_status":
-            return search_quota_status(args, settings)
-        return search_mark_agent_complete(args, settings)
+            result = smart_search(args, settings, **options)
+        elif tool == "search_quota_status":
+            result = search_quota_status(args, settings)
+        else:
+            result = search_mark_agent_complete(args, settings)
     except SearchError as err:
-        return search_error_result(err) if tool == "smart_search" else error_result(err)
+        result = search_error_result(err) if tool == "smart_search" else error_result(err)
+    return scrub(result, settings_secrets(settings))
