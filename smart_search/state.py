@@ -10,6 +10,12 @@ consults a breaker.
 
 A document that cannot be parsed is never reset or rewritten: the call fails with StateCorrupt and
 the bytes stay as they are for the operator.
+
+Hostile state is refused, never followed: files are opened with O_NOFOLLOW, the temp file is
+created exclusively after removing whatever sits at its name, lock files are created 0600, and the
+directory and every file must be this user's and writable by no one else (StateUnsafe). An OS
+error while writing (read-only file system, full disk, ...) is StateUnwritable, raised before the
+rename: the document is unchanged.
 """
 
 from __future__ import annotations
