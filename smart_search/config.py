@@ -70,18 +70,20 @@ MAX_COUNT = 10**9
 # The predecessor skill's allocation for an agent that is not in config.
 DEFAULT_ALLOCATION = {"gemini": 5, "brave": 0}
 
+# Every duration is at most an hour: larger ones are typos, and 1e13 ms overflows the clock.
+MAX_MS = 3_600_000
 # key: (default, minimum, maximum) for the whole-number tunables.
 _TUNABLES: dict[str, tuple[int, int, int | None]] = {
     "retry_max_attempts": (3, 1, 10),
-    "retry_base_delay": (500, 0, None),
-    "web_fetch_min_interval_ms": (2000, 0, None),
-    "circuit_failure_threshold": (3, 1, None),
-    "circuit_reset_seconds": (60, 0, None),
-    "request_timeout_ms": (10000, 1, None),
-    "total_timeout_ms": (30000, 1, None),
-    "lock_timeout_ms": (5000, 0, None),
-    "log_retention_days": (30, 1, None),
-    "max_result_chars": (10000, 100, None),
+    "retry_base_delay": (500, 0, 60_000),
+    "web_fetch_min_interval_ms": (2000, 0, MAX_MS),
+    "circuit_failure_threshold": (3, 1, 1000),
+    "circuit_reset_seconds": (60, 0, 86_400),
+    "request_timeout_ms": (10000, 1, MAX_MS),
+    "total_timeout_ms": (30000, 1, MAX_MS),
+    "lock_timeout_ms": (5000, 0, MAX_MS),
+    "log_retention_days": (30, 1, 36_500),
+    "max_result_chars": (10000, 100, 100_000_000),
     "brave_count": (10, 1, 20),
     # Unconfigured agents that may spend per day (strict_agents off): invented ids can't grow the
     # ledger without bound.
@@ -89,6 +91,9 @@ _TUNABLES: dict[str, tuple[int, int, int | None]] = {
 }
 
 _VAR = re.compile(r"\$(\$?)\{([A-Z_][A-Z0-9_]*)\}")
+# What an API key may hold: printable ASCII. CR/LF would split the header, and httpx sends header
+# values as ASCII (anything else raised deep inside the request, with the key in the traceback).
+_HEADER_SAFE = re.compile(r"[\x20-\x7e]+")
 _AGENT_ID = re.compile(r"[a-z0-9-]+")
 _LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")
 
@@ -156,10 +161,14 @@ def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> S
     """Read openclaw.json (if any) and the environment into a `Settings`."""
     env = os.environ if environ is None else environ
     path, explicit = _config_path(env)
-    root = _read_config(path, explicit)
-    section, skill_env = _skill_section(root)
-    section = _substitute(section, env)
-    return _build(section, root, skill_env, env, path if root else None)
+    try:
+        root = _read_config(path, explicit)
+        section, skill_env = _skill_section(root)
+        section = _substitute(section, env, "")
+        return _build(section, root, skill_env, env, path if root else None)
+    except RecursionError:
+        # A parser or a walk over a config nested hundreds of levels deep ran out of stack.
+        raise ConfigError("openclaw.json is nested too deeply.") from None
 
 
 def _config_path(env: Any) -> tuple[str, bool]:
@@ -231,19 +240,43 @@ def _skill_section(root: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     return legacy, legacy_env if isinstance(legacy_env, dict) else {}
 
 
-def _substitute(value: Any, env: Any) -> Any:
-    """Replace `${VAR}` in every string from the environment (`$${VAR}` stays literal)."""
+def _substitute(value: Any, env: Any, key: str | None = None) -> Any:
+    """Replace `${VAR}` in every string from the environment (`$${VAR}` stays literal).
+
+    With `key` (the config key path being walked), a variable that is unset or empty is a
+    config_error naming it and the key: `"${UNSET}/x"` must not quietly become `"/x"`. Without it
+    (API key values), an unset variable leaves the value empty: that key is not configured.
+    """
     if isinstance(value, str):
         if "${" not in value:
             return value
-        return _VAR.sub(
-            lambda m: "${" + m.group(2) + "}" if m.group(1) else env.get(m.group(2), ""), value
-        )
+
+        def replace(m: re.Match[str]) -> str:
+            if m.group(1):
+                return "${" + m.group(2) + "}"
+            found = env.get(m.group(2), "")
+            if not found and key is not None:
+                raise ConfigError(
+                    f'Config key "{key}" uses ${{{m.group(2)}}}, but the environment variable '
+                    f"{m.group(2)} is not set (or is empty)."
+                )
+            return found
+
+        return _VAR.sub(replace, value)
     if isinstance(value, dict):
-        return {k: _substitute(v, env) for k, v in value.items()}
+        return {
+            k: _substitute(v, env, None if key is None else _join(key, str(k)))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [_substitute(v, env) for v in value]
+        return [
+            _substitute(v, env, None if key is None else f"{key}[{i}]") for i, v in enumerate(value)
+        ]
     return value
+
+
+def _join(key: str, name: str) -> str:
+    return f"{key}.{name[:64]}" if key else name[:64]
 
 
 def _build(
@@ -511,5 +544,35 @@ def _api_key(name: str, env: Any, skill_env: dict[str, Any], root: dict[str, Any
         if isinstance(value, str):
             value = _substitute(value, env).strip()
             if value:
+                # Never the value itself in the message: it is a secret.
+                if not _HEADER_SAFE.fullmatch(value):
+                    raise ConfigError(
+                        f"{name} contains characters that cannot be sent in an HTTP header."
+                    )
                 return Secret(value)
     return None
+
+
+def configured_key_values(env: Any) -> list[str]:
+    """Every raw value the API key variables hold (environment and openclaw.json), valid or not,
+    for scrubbing an internal error's traceback when `Settings` could not be built. Never raises.
+    """
+    found: list[str] = []
+    try:
+        sources: list[Any] = [env]
+        try:
+            root = _read_config(*_config_path(env))
+            _, skill_env = _skill_section(root)
+            top_env = root.get("env") if isinstance(root.get("env"), dict) else {}
+            top_vars = top_env.get("vars") if isinstance(top_env.get("vars"), dict) else {}
+            sources += [skill_env, top_vars, top_env]
+        except Exception:  # noqa: BLE001 - best effort: the environment alone then
+            pass
+        for source in sources:
+            for name in ("GEMINI_API_KEY", "BRAVE_API_KEY"):
+                value = source.get(name)
+                if isinstance(value, str):
+                    found += [value, value.strip(), _substitute(value, env).strip()]
+    except Exception:  # noqa: BLE001
+        pass
+    return [value for value in found if value]

@@ -14,35 +14,54 @@ from typing import Any
 import orjson
 
 from . import contract
-from .errors import INVALID_JSON, InvalidInput, SearchError
+from .errors import INVALID_JSON, NESTED_TOO_DEEP, InvalidInput, SearchError
 
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 
 
 def handle(raw: bytes, environ: Any = None, **options: Any) -> dict[str, Any]:
     """The whole contract as a function: request bytes → result object. Never raises."""
+    holder: dict[str, Any] = {}
+    result = _handle(raw, environ, holder, options)
+    settings = holder.get("settings")
+    if settings is not None:
+        # The last gate before stdout: no configured key leaves in any string of the result.
+        from .scrub import scrub, settings_secrets
+
+        result = scrub(result, settings_secrets(settings))
+    return result
+
+
+def _handle(
+    raw: bytes, environ: Any, holder: dict[str, Any], options: dict[str, Any]
+) -> dict[str, Any]:
     tool: str | None = None
-    settings = None
     try:
         if len(raw) > MAX_INPUT_BYTES:
             raise InvalidInput("Input exceeds the 16 MiB limit.")
         try:
             request = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            raise InvalidInput(INVALID_JSON) from None
-        contract.check("request.json", request)
-        tool = request["tool"]
-        args = request.get("args", {})
-        contract.check(f"{tool}.args.json", args)
+        except orjson.JSONDecodeError as exc:
+            # Valid JSON nested deeper than orjson's 1024 levels is not "invalid JSON".
+            message = NESTED_TOO_DEEP if "depth limit" in str(exc) else INVALID_JSON
+            raise InvalidInput(message) from None
+        try:
+            contract.check("request.json", request)
+            tool = request["tool"]
+            args = request.get("args", {})
+            contract.check(f"{tool}.args.json", args)
+        except RecursionError:
+            raise InvalidInput(NESTED_TOO_DEEP) from None
         from .config import load_settings
         from .tools import call_tool
 
         settings = load_settings(os.environ if environ is None else environ)
+        holder["settings"] = settings
         return call_tool(tool, args, settings, **options)
     except SearchError as err:
         return _error(tool, err)
     except Exception as exc:  # noqa: BLE001 - the contract: never a traceback, always JSON
-        _record_internal(exc, settings, environ)
+        _record_internal(exc, holder.get("settings"), environ)
         from .errors import InternalError
 
         return _error(tool, InternalError(f"Internal error: {exc.__class__.__name__}"))
@@ -59,26 +78,28 @@ def _record_internal(exc: BaseException, settings: Any, environ: Any) -> None:
         import time
         import traceback
 
-        if settings is None:
-            from .config import _state_dir
+        from .logs import append, open_log_dir
+        from .scrub import scrub, secret_values, settings_secrets
 
-            settings_dir = _state_dir(os.environ if environ is None else environ, None)
+        env = os.environ if environ is None else environ
+        if settings is None:
+            from .config import _state_dir, configured_key_values
+
+            settings_dir = _state_dir(env, None)
+            secrets = secret_values(configured_key_values(env))
         else:
             settings_dir = settings.state_dir
-        directory = os.path.join(settings_dir, "logs")
-        os.makedirs(directory, mode=0o700, exist_ok=True)
+            secrets = settings_secrets(settings)
         text = time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + "".join(
             traceback.format_exception(exc)
         )
-        fd = os.open(
-            os.path.join(directory, "internal-errors.log"),
-            os.O_WRONLY | os.O_APPEND | os.O_CREAT,
-            0o600,
-        )
+        # A traceback can quote a header or a URL: no configured key reaches the file.
+        text = scrub(text, secrets)
+        dir_fd = open_log_dir(settings_dir)
         try:
-            os.write(fd, text.encode("utf-8", "replace"))
+            append(dir_fd, "internal-errors.log", text.encode("utf-8", "replace"))
         finally:
-            os.close(fd)
+            os.close(dir_fd)
     except Exception:  # noqa: BLE001 - recording a fault must not cause another
         pass
 

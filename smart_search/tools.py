@@ -95,8 +95,14 @@ def smart_search(
         result["warning"] = overcommit
     else:
         warnings = [w for w in (outcome.warning, overcommit) if w]
-        # Already sanitized, tier by tier (tiers._usable); only the size cap is left.
-        capped, truncated = output.cap_results(outcome.results, settings.max_result_chars)
+        # Already sanitized, tier by tier (tiers._usable); keys are scrubbed BEFORE the size cap,
+        # so that a cut can never leave part of a key behind.
+        from .scrub import scrub, settings_secrets
+
+        secrets = settings_secrets(settings)
+        capped, truncated = output.cap_results(
+            scrub(outcome.results, secrets), settings.max_result_chars
+        )
         result = {
             "results": capped,
             "provider_used": outcome.provider_used,
@@ -108,7 +114,7 @@ def smart_search(
             "error": None,
             "error_code": None,
             "attempts": [],
-            "citations": outcome.citations,
+            "citations": scrub(outcome.citations, secrets),
             "truncated": truncated,
         }
     result["attempts"] = [a.as_dict() for a in outcome.attempts]
@@ -148,7 +154,15 @@ def _log(
         "log_version": LOG_VERSION,
         "units": sum(a["units"] for a in result["attempts"]),
     }
-    append_search_log(settings.state_dir, day, record, settings.log_retention_days)
+    from .scrub import settings_secrets
+
+    append_search_log(
+        settings.state_dir,
+        day,
+        record,
+        settings.log_retention_days,
+        secrets=settings_secrets(settings),
+    )
 
 
 def search_quota_status(args: dict[str, Any], settings: Settings) -> dict[str, Any]:
@@ -187,12 +201,17 @@ def completion_message(released: dict[str, int]) -> str:
 def call_tool(
     tool: str, args: dict[str, Any], settings: Settings, **options: Any
 ) -> dict[str, Any]:
-    """Run one validated tool call; SearchError becomes the tool's error object."""
+    """Run one validated tool call; SearchError becomes the tool's error object. No configured API
+    key appears in any string of what it returns."""
+    from .scrub import scrub, settings_secrets
+
     try:
         if tool == "smart_search":
-            return smart_search(args, settings, **options)
-        if tool == "search_quota_status":
-            return search_quota_status(args, settings)
-        return search_mark_agent_complete(args, settings)
+            result = smart_search(args, settings, **options)
+        elif tool == "search_quota_status":
+            result = search_quota_status(args, settings)
+        else:
+            result = search_mark_agent_complete(args, settings)
     except SearchError as err:
-        return failure_result(tool, err)
+        result = failure_result(tool, err)
+    return scrub(result, settings_secrets(settings))

@@ -68,15 +68,42 @@ def test_readme_opens_with_the_two_commands_and_ci_runs_the_second() -> None:
     assert "smart-search" in blocks[0] and '"agent_id":"general"' in blocks[0].replace(" ", "")
     test_command = blocks[1].strip().splitlines()[-1]
     ci = (REPO / ".ci" / "run").read_text()
-    assert test_command == "python3 -m pytest" and test_command in ci.splitlines()
+    # Two steps that together run every test: the multi-process ones on their own.
+    assert test_command == (
+        'python3 -m pytest -m "not multiprocess" && python3 -m pytest -m multiprocess'
+    )
+    assert test_command in ci.splitlines()
+
+
+def _outer_import_paths() -> list[str]:
+    """The directories this interpreter imports from, the checkout excepted: wherever the suite
+    runs (a venv, a venv with system packages, the base interpreter with PYTHONPATH or --user
+    packages), these hold the build backend, pip and the runtime dependencies it has."""
+    paths = []
+    for entry in sys.path:
+        path = Path(entry or ".").resolve()
+        if path.is_dir() and path != REPO and REPO not in path.parents and str(path) not in paths:
+            paths.append(str(path))
+    return paths
 
 
 @pytest.mark.slow
 def test_non_editable_install_ships_the_schemas(tmp_path: Path) -> None:
     """`pip install .` (not editable) in a fresh venv: console script, -m, schemas inside."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    # Not --system-site-packages: run from inside a venv, that would show the nested venv the BASE
+    # interpreter's packages, not the ones this suite runs with. A .pth file gives it exactly this
+    # interpreter's import path instead; it comes after the venv's own site-packages, so the copy
+    # installed below is the one imported (checked below).
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = venv / "bin" / "python"
+    own_site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(own_site) / "outer-environment.pth").write_text("\n".join(_outer_import_paths()) + "\n")
     proc = subprocess.run(
         [
             str(py),
@@ -85,11 +112,13 @@ def test_non_editable_install_ships_the_schemas(tmp_path: Path) -> None:
             "install",
             "--quiet",
             "--no-deps",
+            "--no-index",
             "--no-build-isolation",
             str(REPO),
         ],
         capture_output=True,
         text=True,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     where = subprocess.run(
