@@ -551,3 +551,50 @@ def test_merge_properties(legs: dict[str, list[dict[str, str]]], seed: int, weig
             canonical_url(s.get("url", result["url"])) == ranking["canonical_url"] for s in own
         )
     assert_schema_valid(merged)
+
+
+# --- the worked example in docs/deep-search.md ---------------------------------------------------
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "deep-search.md"
+REDIRECT = "https://vertexaisearch.cloud.google.com/grounding-api-redirect/"
+
+
+def doc_example_legs() -> dict[str, list[dict[str, str]]]:
+    """Brave's real payload (its first four results) for "httpx timeout", a web engine's list of
+    some of the same pages in other forms, and Gemini's citations in their real shape."""
+    return {
+        "brave": brave_results()[:4],
+        "duckduckgo": [
+            {
+                "title": "Timeouts - HTTPX",
+                "url": "http://python-httpx.org/advanced/timeouts?utm_source=ddg",
+                "snippet": "HTTPX is careful to enforce timeouts everywhere by default.",
+            },
+            {
+                "title": "How to set a timeout for httpx AsyncClient?",
+                "url": "https://www.stackoverflow.com/questions/00000001/"
+                "how-to-set-a-timeout-for-httpx-asyncclient/#answers",
+                "snippet": "Pass httpx.Timeout(10.0, connect=60.0) to the client.",
+            },
+            {
+                "title": "Tuning HTTP client timeouts",
+                "url": "https://docs.example.org/http-timeouts",
+                "snippet": "Connect, read, write and pool timeouts explained.",
+            },
+        ],
+        "gemini": [
+            {"title": "python-httpx.org", "url": REDIRECT + "EXAMPLE-TOKEN-1"},
+            {"title": "github.com", "url": REDIRECT + "EXAMPLE-TOKEN-2"},
+        ],
+    }
+
+
+def test_docs_worked_example_is_what_merge_returns() -> None:
+    text = DOCS.read_text()
+    marker = "<!-- worked example: merge(doc_example_legs()) -->"
+    assert marker in text
+    before, after = text.split(marker, 1)
+    legs_block = before.rsplit("```json", 1)[1].split("```", 1)[0]
+    assert json.loads(legs_block) == doc_example_legs()
+    output_block = after.split("```json", 1)[1].split("```", 1)[0]
+    assert json.loads(output_block) == merge(doc_example_legs())
