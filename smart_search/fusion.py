@@ -6,9 +6,10 @@ into one list where each page appears once, says which sources found it at which
 and carries the parts of its score (`ranking`), so a reader can see why it is where it is.
 
 **Canonical URL** (the merge key; never shown in place of a working link):
-- only http and https URLs have one (anything else, or a non-string, gives None); an http(s)
-  URL that cannot be read (bad port, empty host label, bad IDNA...) is its own key: the input,
-  stripped. It never raises.
+- only http and https URLs have one (anything else, or a non-string, gives None); for an
+  http(s) URL that cannot be read (bad port, empty host label, bad IDNA...) `canonical_url`
+  returns the input stripped and `merge_key` None: `merge` leaves such items out. Neither
+  ever raises.
 - the scheme becomes https; ports 80 and 443 are dropped (both are a default once http and
   https are one); the host is lower-cased, a trailing dot dropped, a non-ASCII host written in
   IDNA (punycode) so both spellings meet; leading `www.`, `m.` and `amp.` labels are dropped
@@ -22,8 +23,9 @@ and carries the parts of its score (`ranking`), so a reader can see why it is wh
   repeated names keep their order), since their order never changes the page.
 
 **Merge and ranking**:
-- native rank = 1-based position in the source's list (items without an http(s) URL are
-  skipped but still take their place, so ranks stay the source's own).
+- native rank = 1-based position in the source's list. Items without a usable http(s) URL
+  (none, another scheme, or one `canonical_url` cannot read) are left out but still take their
+  place, so ranks stay the source's own.
 - results with the same canonical URL are one result. Its `url`, `title` and `snippet` come from
   its best-ranked variant (lowest native rank; then the heavier source; then source name), the
   title and snippet from the best-ranked variant that has one (a title that is a bare domain,
@@ -56,6 +58,7 @@ HOST_PREFIXES = ("www", "m", "amp")
 GROUNDING_REDIRECT_HOST = "vertexaisearch.cloud.google.com"
 GROUNDING_REDIRECT_PATH = "/grounding-api-redirect/"
 
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
 _HOST = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
@@ -67,7 +70,19 @@ _USERINFO_SAFE = "%:!$&'()*+,;=-._~"
 
 
 def canonical_url(url: object, extra_tracking: Iterable[str] = ()) -> str | None:
-    """The merge key of `url` (see the module docstring); None when it is not http(s)."""
+    """The canonical form of `url` (see the module docstring); None when it is not http(s),
+    the input stripped when it cannot be read."""
+    if not isinstance(url, str):
+        return None
+    key = merge_key(url, extra_tracking)
+    if key is None and _scheme(url.strip()) in ("http", "https"):
+        return url.strip()
+    return key
+
+
+def merge_key(url: object, extra_tracking: Iterable[str] = ()) -> str | None:
+    """The canonical URL `merge` files `url` under; None when it is not an http(s) URL that can
+    be read (such items are left out of the merge)."""
     if not isinstance(url, str):
         return None
     text = url.strip()
@@ -78,7 +93,7 @@ def canonical_url(url: object, extra_tracking: Iterable[str] = ()) -> str | None
         host = _canonical_host(parts.hostname)
         port = parts.port  # raises ValueError when out of range or not a number
         if host is None:
-            return text
+            return None
         userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
         netloc = (_escapes(userinfo, _USERINFO_SAFE) + "@" if userinfo else "") + (
             f"[{host}]" if ":" in host else host
@@ -88,8 +103,15 @@ def canonical_url(url: object, extra_tracking: Iterable[str] = ()) -> str | None
         path = _escapes(parts.path, _PATH_SAFE).rstrip("/")
         query = _canonical_query(parts.query, _tracking_rules(extra_tracking))
     except (ValueError, UnicodeError):
-        return text
+        return None
     return f"https://{netloc}{path}" + (f"?{query}" if query else "")
+
+
+def _scheme(text: str) -> str:
+    """The lower-cased scheme of `text`, "" when it has none (read without urlsplit, which
+    refuses some junk outright)."""
+    found = _SCHEME.match(text)
+    return found.group(1).lower() if found else ""
 
 
 def merge(
@@ -111,7 +133,7 @@ def merge(
     "canonical_url"}`, with `contributions` each source's weight / (k + rank).
     Raises ValueError for a weight that is not a positive finite number or a negative k.
     """
-    if not (isinstance(k, int | float) and math.isfinite(k) and k >= 0):
+    if isinstance(k, bool) or not (isinstance(k, int | float) and math.isfinite(k) and k >= 0):
         raise ValueError(f"k must be a finite number >= 0, not {k!r}")
     weight_of = _weights(legs, weights)
     tracking = tuple(extra_tracking)
@@ -122,7 +144,7 @@ def merge(
             if not isinstance(item, Mapping):
                 continue
             url = item.get("url")
-            key = canonical_url(url, tracking)
+            key = merge_key(url, tracking)
             if key is None:
                 continue
             variant = _Variant(

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from smart_search.engines import bing, duckduckgo, google
-from smart_search.fusion import DEFAULT_K, canonical_url, merge
+from smart_search.fusion import DEFAULT_K, canonical_url, merge, merge_key
 from smart_search.http import HttpResponse
 from smart_search.providers import brave, gemini
 
@@ -103,6 +103,7 @@ def assert_schema_valid(results: list[dict[str, Any]]) -> None:
         ("https://www.BÜCHER.de/x", "https://xn--bcher-kva.de/x"),
         ("https://xn--bcher-kva.de/x", "https://xn--bcher-kva.de/x"),
         ("https://[2001:DB8::1]:8080/x", "https://[2001:db8::1]:8080/x"),
+        ("HTTPS://EXAMPLE.COM", "https://example.com"),
         ("https://user@example.com/a", "https://user@example.com/a"),
     ],
 )
@@ -135,8 +136,14 @@ def test_non_strings_have_no_canonical_url(value: object) -> None:
         "https://example.com/\ud800",  # a lone surrogate cannot be encoded
     ],
 )
-def test_unreadable_http_urls_are_their_own_key(junk: str) -> None:
+def test_unreadable_http_urls_are_returned_stripped_and_left_out_of_merges(junk: str) -> None:
     assert canonical_url("  " + junk + " ") == junk
+    assert merge_key(junk) is None
+    good = {"title": "ok", "url": "https://example.com/ok", "snippet": ""}
+    merged = merge({"brave": [{"title": "junk", "url": junk, "snippet": ""}, good]})
+    assert [(r["url"], r["sources"]) for r in merged] == [
+        ("https://example.com/ok", [{"source": "brave", "rank": 2}])
+    ]
 
 
 def test_configured_tracking_parameters() -> None:
@@ -213,6 +220,15 @@ def test_canonical_url_is_idempotent_and_never_raises(url: str) -> None:
     key = canonical_url(url)
     if key is not None:
         assert canonical_url(key) == key
+
+
+@settings(max_examples=200, deadline=None)
+@given(url=st.one_of(urls, st.text(max_size=30)))
+def test_merge_key_is_the_canonical_url_of_readable_urls(url: str) -> None:
+    key = merge_key(url)
+    assert key is None or key == canonical_url(url)
+    if key is None and canonical_url(url) is not None:
+        assert canonical_url(url) == url.strip()
 
 
 @settings(max_examples=300, deadline=None)
@@ -527,7 +543,7 @@ def test_merge_properties(legs: dict[str, list[dict[str, str]]], seed: int, weig
         (name, rank)
         for name, items in legs.items()
         for rank, item in enumerate(items, start=1)
-        if canonical_url(item["url"]) is not None
+        if merge_key(item["url"]) is not None
     )
     found = Counter((s["source"], s["rank"]) for r in merged for s in r["sources"])
     assert found == given_items
@@ -547,9 +563,7 @@ def test_merge_properties(legs: dict[str, list[dict[str, str]]], seed: int, weig
         # The result's url is one its sources gave for this very page.
         own = [s for s in result["sources"] if "matched" not in s]
         assert any("url" not in s for s in own)
-        assert all(
-            canonical_url(s.get("url", result["url"])) == ranking["canonical_url"] for s in own
-        )
+        assert all(merge_key(s.get("url", result["url"])) == ranking["canonical_url"] for s in own)
     assert_schema_valid(merged)
 
 
