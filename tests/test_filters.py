@@ -440,3 +440,20 @@ def test_unknown_argument_message_names_every_argument() -> None:
         'Unknown argument: "limit". smart_search takes query, agent_id, force_provider, mode, '
         "count, freshness, country and language."
     )
+
+
+# --- the warning ---------------------------------------------------------------------------------
+
+
+def test_unsupported_filters_make_one_warning_sentence() -> None:
+    from smart_search.filters import unsupported_warning
+
+    filters = {"language": "DE", "country": "ke", "count": 15}
+    _, unsupported = duckduckgo.filter_params(filters)
+    assert unsupported == ["count", "country", "language"]
+    assert unsupported_warning("duckduckgo", unsupported, filters) == (
+        'DuckDuckGo could not apply these filters: count "15", country "KE", language "de" '
+        "(searched without them)."
+    )
+    _, unsupported = brave.filter_params({"country": "de"})
+    assert unsupported_warning("brave", unsupported, {"country": "de"}) is None
