@@ -179,10 +179,23 @@ def call_tool(
 ) -> dict[str, Any]:
     """Run one validated tool call; SearchError becomes the tool's error object."""
     try:
+        if settings.legacy_state_dir:
+            from .openclaw import merge_legacy_ledger
+
+            merge_legacy_ledger(settings)
         if tool == "smart_search":
-            return smart_search(args, settings, **options)
-        if tool == "search_quota_status":
-            return search_quota_status(args, settings)
-        return search_mark_agent_complete(args, settings)
+            result = smart_search(args, settings, **options)
+        elif tool == "search_quota_status":
+            result = search_quota_status(args, settings)
+        else:
+            result = search_mark_agent_complete(args, settings)
     except SearchError as err:
-        return search_error_result(err) if tool == "smart_search" else error_result(err)
+        result = search_error_result(err) if tool == "smart_search" else error_result(err)
+    return with_config_warnings(result, settings)
+
+
+def with_config_warnings(result: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """Append config warnings (rejected layouts, unknown keys) to the result's `warning`."""
+    if settings.warnings:
+        result["warning"] = " ".join(filter(None, (result.get("warning"), *settings.warnings)))
+    return result
