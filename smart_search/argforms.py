@@ -45,39 +45,68 @@ def _parser(name: str) -> _Parser:
     return parser
 
 
-def search_main(argv: list[str]) -> int:
+def _search_parser() -> _Parser:
     parser = _parser("search")
     # `--` lets a query start with a dash: smart-search search --agent-id a -- "-v flag"
     parser.add_argument("query", nargs="?")
     parser.add_argument("--agent-id", dest="agent_id")
     parser.add_argument("--provider", dest="force_provider")
-    return _run("search", parser, argv, "smart_search", ("query", "agent_id", "force_provider"))
+    return parser
 
 
-def quota_main(argv: list[str]) -> int:
-    parser = _parser("quota")
+def _agent_parser(name: str) -> _Parser:
+    parser = _parser(name)
     parser.add_argument("--agent-id", dest="agent_id")
-    return _run("quota", parser, argv, "search_quota_status", ("agent_id",))
+    return parser
 
 
-def complete_main(argv: list[str]) -> int:
-    parser = _parser("complete")
-    parser.add_argument("--agent-id", dest="agent_id")
-    return _run("complete", parser, argv, "search_mark_agent_complete", ("agent_id",))
+# command -> (tool, parser factory, request fields in the spec's parameter order)
+COMMANDS = {
+    "search": ("smart_search", _search_parser, ("query", "agent_id", "force_provider")),
+    "quota": ("search_quota_status", lambda: _agent_parser("quota"), ("agent_id",)),
+    "complete": ("search_mark_agent_complete", lambda: _agent_parser("complete"), ("agent_id",)),
+}
 
 
-def _run(name: str, parser: _Parser, argv: list[str], tool: str, fields: tuple[str, ...]) -> int:
+class UsageError(Exception):
+    """The command line cannot be turned into a request (exit 2)."""
+
+
+def build_request(command: str, argv: list[str]) -> dict[str, Any] | None:
+    """The stdin contract's request for `smart-search COMMAND ARGV...`; None for --help."""
+    tool, make_parser, fields = COMMANDS[command]
     try:
-        ns = parser.parse_args(argv)
+        ns = make_parser().parse_args(argv)
     except _UsageError as exc:
-        return _usage(name, str(exc).strip())
+        raise UsageError(str(exc).strip()) from None
     if ns.help:
-        sys.stdout.write(f"usage: {USAGES[name]}\n")
-        return 0
+        return None
     # Only what was given: a missing field is left to the contract's own validation, so the
     # error string is the one the stdin form gives (e.g. "agent_id is required ...").
     args = {f: getattr(ns, f) for f in fields if getattr(ns, f) is not None}
-    request: dict[str, Any] = {"tool": tool, "args": args}
+    return {"tool": tool, "args": args}
+
+
+def search_main(argv: list[str]) -> int:
+    return _run("search", argv)
+
+
+def quota_main(argv: list[str]) -> int:
+    return _run("quota", argv)
+
+
+def complete_main(argv: list[str]) -> int:
+    return _run("complete", argv)
+
+
+def _run(name: str, argv: list[str]) -> int:
+    try:
+        request = build_request(name, argv)
+    except UsageError as exc:
+        return _usage(name, str(exc))
+    if request is None:
+        sys.stdout.write(f"usage: {USAGES[name]}\n")
+        return 0
     for backend in ("trio", "anyio"):
         sys.modules.setdefault(backend, None)  # type: ignore[arg-type]
     import orjson
