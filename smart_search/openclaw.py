@@ -238,7 +238,6 @@ def _json5_to_json(text: str) -> str | None:
     pos = 0
     n = len(text)
     match = _TOKEN.match
-    for_key_check = out  # last significant tokens are looked up in `out`
     while pos < n:
         m = match(text, pos)
         if m is None:
@@ -267,7 +266,7 @@ def _json5_to_json(text: str) -> str | None:
             else:
                 return None  # Infinity, NaN, or junk: let json5 decide
         elif kind == "punct":
-            if token in "}]" and for_key_check and for_key_check[-1] == ",":
+            if token in "}]" and out and out[-1] == ",":
                 out.pop()  # trailing comma
             out.append(token)
         else:

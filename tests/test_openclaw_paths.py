@@ -377,3 +377,64 @@ def test_two_agents_in_two_workspaces_share_one_provider_limit(tmp_path: Path) -
     ledger = home / ".openclaw" / "workspace" / "shared" / "search-quota.json"
     assert ledger.exists()
     assert not (tmp_path / "ws-agent-a" / "shared" / "search-quota.json").exists()
+
+
+# -- the fast JSON5 path never disagrees with the json5 package ---------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# BMP only: the python json5 package leaves an escaped surrogate pair uncombined, where
+# JavaScript (OpenClaw) and orjson combine it; plain JSON never reaches json5 anyway.
+_BMP = st.characters(blacklist_categories=("Cs",), max_codepoint=0xFFFF)
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(_BMP, max_size=12),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(_BMP, min_size=1, max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@st.composite
+def json5_documents(draw: Any) -> str:
+    """A random value rendered the way people write JSON5: every style choice drawn."""
+
+    def render(value: Any) -> str:
+        gap = draw(st.sampled_from(["", " ", "\n  ", " /* c */ ", " // c\n"]))
+        if isinstance(value, dict):
+            items = []
+            for key, item in value.items():
+                bare = key.isidentifier() and key.isascii() and draw(st.booleans())
+                name = key if bare else _quote(key, draw(st.booleans()))
+                items.append(f"{name}:{gap}{render(item)}")
+            trailing = "," if items and draw(st.booleans()) else ""
+            return "{" + gap + ("," + gap).join(items) + trailing + "}"
+        if isinstance(value, list):
+            trailing = "," if value and draw(st.booleans()) else ""
+            return "[" + ", ".join(render(v) for v in value) + trailing + gap + "]"
+        if isinstance(value, str):
+            return _quote(value, draw(st.booleans()))
+        return json.dumps(value)
+
+    return draw(st.sampled_from(["", "// head\n", "/* head */"])) + render(draw(_values))
+
+
+def _quote(text: str, single: bool) -> str:
+    if not single or "\\" in text or "'" in text or any(ord(c) < 32 for c in text):
+        return json.dumps(text)
+    return "'" + text + "'"
+
+
+@settings(max_examples=300, deadline=None)
+@given(json5_documents())
+def test_fast_json5_path_matches_json5_on_generated_documents(text: str) -> None:
+    assert openclaw.parse_config_text(text.encode(), "openclaw.json") == json5.loads(text)
