@@ -74,7 +74,12 @@ def effective_home(env: Env) -> str:
                 return os.path.abspath(os_home + explicit[1:])
         return os.path.abspath(explicit)
     raw = _raw_os_home(env)
-    return os.path.abspath(raw) if raw else os.getcwd()
+    if raw:
+        return os.path.abspath(raw)
+    try:
+        return os.getcwd()  # OpenClaw's last resort too (tryProcessCwd)
+    except OSError:
+        return os.sep
 
 
 def resolve_user_path(value: str, env: Env) -> str:
