@@ -10,7 +10,8 @@ import os
 import re
 from typing import Any
 
-from .errors import CANNOT_READ_CONFIG, ConfigError
+from . import openclaw
+from .errors import ConfigError
 
 SKILL_NAME = "smart-search"
 # The registries, once: every module names providers and engines through these.
@@ -149,6 +150,10 @@ class Settings:
     state_backend: dict[str, Any]
     max_unconfigured_agents: int
     config_path: str | None
+    # Layouts OpenClaw would reject and unknown config keys: every tool result carries them.
+    warnings: tuple[str, ...] = ()
+    # The per-workspace state dir an earlier release used (merged once into this one), or None.
+    legacy_state_dir: str | None = None
 
     def __init__(self, **values: Any) -> None:
         self.__dict__.update(values)
@@ -162,58 +167,36 @@ def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> S
     env = os.environ if environ is None else environ
     path, explicit = _config_path(env)
     try:
-        root = _read_config(path, explicit)
+        root = _read_config(path, explicit, env)
         section, skill_env = _skill_section(root)
         section = _substitute(section, env, "")
-        return _build(section, root, skill_env, env, path if root else None)
+        settings = _build(section, root, skill_env, env, path if root else None)
     except RecursionError:
         # A parser or a walk over a config nested hundreds of levels deep ran out of stack.
         raise ConfigError("openclaw.json is nested too deeply.") from None
+    settings.warnings = tuple(layout_warnings(root)) + tuple(
+        unknown_key_warning(key, near) for key, near in unknown_keys(section)
+    )
+    configured = section.get("state_dir")
+    settings.legacy_state_dir = openclaw.legacy_ledger_dir(env, configured, settings.state_dir)
+    return settings
 
 
 def _config_path(env: Any) -> tuple[str, bool]:
-    explicit = env.get("OPENCLAW_CONFIG_PATH")
-    if explicit:
-        return os.path.expanduser(explicit), True
-    return os.path.join(_home(env), ".openclaw", "openclaw.json"), False
+    """The file OpenClaw itself reads, and whether a variable named it (openclaw.py)."""
+    location = openclaw.config_location(env)
+    return location.path, location.explicit
 
 
-def _home(env: Any) -> str:
-    return env.get("HOME") or os.path.expanduser("~")
-
-
-def _read_config(path: str, explicit: bool) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        if explicit:
-            raise ConfigError(CANNOT_READ_CONFIG) from None
-        return {}
-    except OSError:
-        raise ConfigError(CANNOT_READ_CONFIG) from None
-    import orjson
-
-    try:
-        root = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        root = _parse_json5(raw)
-    if not isinstance(root, dict):
-        raise ConfigError("openclaw.json must hold a JSON object at the top level.")
+def _read_config(path: str, explicit: bool, env: Any = None) -> dict[str, Any]:
+    """The config object with OpenClaw's `$include`s followed; {} for a missing default file."""
+    location = openclaw.ConfigLocation(path, explicit, True, [])
+    root, _files = openclaw.load_config(location, os.environ if env is None else env)
     return root
 
 
 def _parse_json5(raw: bytes) -> Any:
-    # Real OpenClaw files carry comments and trailing commas; only they pay for json5's import.
-    import json5
-
-    try:
-        return json5.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        # Name the line only: the parser's own message may quote file content (keys included).
-        line = re.search(r":(\d+)", str(exc))
-        where = f" near line {line.group(1)}" if line else ""
-        raise ConfigError(f"openclaw.json is not valid JSON5{where}.") from None
+    return openclaw.parse_config_text(raw, "openclaw.json")
 
 
 def _skill_section(root: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -238,6 +221,87 @@ def _skill_section(root: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
         raise ConfigError(f'Config key "skills.{SKILL_NAME}" must be an object.')
     legacy_env = legacy.get("env", {})
     return legacy, legacy_env if isinstance(legacy_env, dict) else {}
+
+
+# Layouts OpenClaw 2026.9 rejects (its schema is strict outside `config`): still read, never quiet.
+LEGACY_SECTION_WARNING = (
+    'openclaw.json holds skills["smart-search"], a layout OpenClaw rejects (the whole file fails '
+    'its validation): move those settings into skills.entries["smart-search"].config and any '
+    'env keys into skills.entries["smart-search"].env.'
+)
+API_KEY_NAMES = ("GEMINI_API_KEY", "BRAVE_API_KEY")
+
+
+def legacy_env_warning(name: str) -> str:
+    return (
+        f"openclaw.json sets {name} directly in the top-level env block, which OpenClaw rejects "
+        f'(the whole file fails its validation): move it to env.vars.{name} or to '
+        f'skills.entries["smart-search"].env.{name}.'
+    )
+
+
+def layout_warnings(root: dict[str, Any]) -> list[str]:
+    """One warning per layout in `root` that smart-search reads but OpenClaw would reject."""
+    warnings = []
+    skills = root.get("skills")
+    if isinstance(skills, dict) and SKILL_NAME in skills:
+        warnings.append(LEGACY_SECTION_WARNING)
+    top_env = root.get("env")
+    if isinstance(top_env, dict):
+        warnings.extend(legacy_env_warning(n) for n in API_KEY_NAMES if n in top_env)
+    return warnings
+
+
+# Keys the skill's config block may hold; the last group is read by features landing soon.
+_KNOWN_KEYS = (
+    "gemini_model", "default_provider", "strict_agents", "finance_keywords", "brave_keywords",
+    "providers", "agent_allocations", "default_allocation", "endpoints", "state_dir", "timezone",
+    "cache", "state_backend", "deep_max_units", "max_unconfigured_agents", "source_weights",
+    "tracking_params",
+)  # fmt: skip
+_KNOWN_PROVIDER_KEYS = (
+    "daily_limit",
+    "monthly_limit",
+    "reset_timezone",
+    "unit",
+    "price_per_1000",
+    "max_units_per_call",
+)
+
+
+def known_config_keys() -> tuple[str, ...]:
+    return (*_KNOWN_KEYS, *_TUNABLES)
+
+
+def unknown_keys(section: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """(dotted key, nearest known key or None) for every key the config block does not use."""
+    import difflib
+
+    def near(key: str, known: tuple[str, ...]) -> str | None:
+        found = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        return found[0] if found else None
+
+    out: list[tuple[str, str | None]] = []
+    known = known_config_keys()
+    legacy_env = ("env",)  # the spec's layout keeps its env block inside the section
+    for key in section:
+        if key not in known and key not in legacy_env:
+            out.append((key, near(key, known)))
+    providers = section.get("providers")
+    if isinstance(providers, dict):
+        for name, entry in providers.items():
+            if isinstance(entry, dict):
+                for key in entry:
+                    if key not in _KNOWN_PROVIDER_KEYS:
+                        guess = near(key, _KNOWN_PROVIDER_KEYS)
+                        full = f"providers.{name}.{guess}" if guess else None
+                        out.append((f"providers.{name}.{key}", full))
+    return out
+
+
+def unknown_key_warning(key: str, nearest: str | None) -> str:
+    hint = f' (did you mean "{nearest}"?)' if nearest else ""
+    return f'Unknown config key "{key}"{hint} is ignored.'
 
 
 def _substitute(value: Any, env: Any, key: str | None = None) -> Any:
@@ -499,20 +563,8 @@ def _is_loopback_ip(host: str) -> bool:
 
 
 def _state_dir(env: Any, configured: str | None) -> str:
-    explicit = env.get("SMART_SEARCH_STATE_DIR")
-    if explicit:
-        return os.path.expanduser(explicit)
-    if configured:
-        return os.path.expanduser(configured)
-    workspace = env.get("OPENCLAW_WORKSPACE_DIR")
-    if not workspace:
-        state = env.get("OPENCLAW_STATE_DIR")
-        workspace = (
-            os.path.join(state, "workspace")
-            if state
-            else os.path.join(_home(env), ".openclaw", "workspace")
-        )
-    return os.path.join(os.path.expanduser(workspace), "shared")
+    """SMART_SEARCH_STATE_DIR, else `state_dir`, else <OpenClaw state dir>/workspace/shared."""
+    return openclaw.skill_state_dir(env, configured)[0]
 
 
 def _state_backend(section: dict[str, Any]) -> dict[str, Any]:

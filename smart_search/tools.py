@@ -206,6 +206,10 @@ def call_tool(
     from .scrub import scrub, settings_secrets
 
     try:
+        if settings.legacy_state_dir:
+            from .openclaw import merge_legacy_ledger
+
+            merge_legacy_ledger(settings)
         if tool == "smart_search":
             result = smart_search(args, settings, **options)
         elif tool == "search_quota_status":
@@ -214,4 +218,11 @@ def call_tool(
             result = search_mark_agent_complete(args, settings)
     except SearchError as err:
         result = failure_result(tool, err)
-    return scrub(result, settings_secrets(settings))
+    return scrub(with_config_warnings(result, settings), settings_secrets(settings))
+
+
+def with_config_warnings(result: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """Append config warnings (rejected layouts, unknown keys) to the result's `warning`."""
+    if settings.warnings:
+        result["warning"] = " ".join(filter(None, (result.get("warning"), *settings.warnings)))
+    return result
