@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import openclaw
@@ -116,8 +117,12 @@ class Secret:
     __str__ = __repr__
 
 
+@dataclass(frozen=True, slots=True)
 class Settings:
-    """Everything a call needs from config and environment, already checked and defaulted."""
+    """Everything a call needs from config and environment, already checked and defaulted.
+
+    Frozen: one call's view of the config never changes under it (`dataclasses.replace` makes a
+    variant). `dataclasses` costs nothing extra here: filelock has already imported it."""
 
     gemini_model: str
     default_provider: str
@@ -155,9 +160,6 @@ class Settings:
     # The per-workspace state dir an earlier release used (merged once into this one), or None.
     legacy_state_dir: str | None = None
 
-    def __init__(self, **values: Any) -> None:
-        self.__dict__.update(values)
-
     def is_configured_agent(self, agent_id: str) -> bool:
         return agent_id in self.agent_allocations
 
@@ -174,12 +176,15 @@ def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> S
     except RecursionError:
         # A parser or a walk over a config nested hundreds of levels deep ran out of stack.
         raise ConfigError("openclaw.json is nested too deeply.") from None
-    settings.warnings = tuple(layout_warnings(root)) + tuple(
+    warnings = tuple(layout_warnings(root)) + tuple(
         unknown_key_warning(key, near) for key, near in unknown_keys(section)
     )
     configured = section.get("state_dir")
-    settings.legacy_state_dir = openclaw.legacy_ledger_dir(env, configured, settings.state_dir)
-    return settings
+    return replace(
+        settings,
+        warnings=warnings,
+        legacy_state_dir=openclaw.legacy_ledger_dir(env, configured, settings.state_dir),
+    )
 
 
 def _config_path(env: Any) -> tuple[str, bool]:

@@ -217,17 +217,16 @@ def _ledger(settings: Any, problems: list[str]) -> dict[str, Any]:
 def _breakers(settings: Any) -> list[dict[str, Any]]:
     if settings is None:
         return []
-    from .breaker import Breaker, _entry
+    from .breaker import Breaker
 
     try:
-        doc = Breaker(settings).file.read() or {}
+        entries = Breaker(settings).snapshot()
     except Exception:  # noqa: BLE001 - advisory state: unreadable means nothing is open
         return []
     now = time.time()
     out = []
-    for name in sorted(doc):
-        entry = _entry(doc, name)
-        if entry and entry["state"] != "closed":
+    for name, entry in entries.items():
+        if entry["state"] != "closed":
             trial = entry["opened_at"] + settings.circuit_reset_seconds
             out.append(
                 {

@@ -214,7 +214,9 @@ def parse_config_text(raw: bytes, label: str) -> Any:
 
     try:
         return json5.loads(text)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise ConfigError(f"{label} is nested too deeply.") from None
+    except ValueError as exc:
         # Name the line only: the parser's own message may quote file content (keys included).
         line = re.search(r":(\d+)", str(exc))
         where = f" near line {line.group(1)}" if line else ""
@@ -493,7 +495,9 @@ def merge_legacy_ledger(settings: Any) -> bool:
     old_path = os.path.join(old_dir, QUOTA_FILE)
     if not os.path.exists(old_path):
         return False
-    old_settings = type(settings)(**{**settings.__dict__, "state_dir": old_dir})
+    from dataclasses import replace
+
+    old_settings = replace(settings, state_dir=old_dir)
     old_file = StateFile(old_dir, QUOTA_FILE, settings.lock_timeout_ms)
     new_file = StateFile(settings.state_dir, QUOTA_FILE, settings.lock_timeout_ms)
 
@@ -528,6 +532,14 @@ def _add_counters(new: Any, old: Any) -> Any:
     if isinstance(new, dict) and isinstance(old, dict):
         merged = dict(new)
         for key, value in old.items():
-            merged[key] = _add_counters(new[key], value) if key in new else value
+            if key in _NOT_COUNTERS:
+                merged[key] = new.get(key) if new.get(key) is not None else value
+            else:
+                merged[key] = _add_counters(new[key], value) if key in new else value
         return merged
     return new
+
+
+# Whole numbers in a ledger that are not counters: a provider's own report is kept as the
+# current ledger has it (or taken from the old one when the current has none).
+_NOT_COUNTERS = frozenset(("reported", "exhausted_until"))
