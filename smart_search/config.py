@@ -567,6 +567,11 @@ def _is_loopback_ip(host: str) -> bool:
         return False
 
 
+def default_state_dir(env: Any) -> str:
+    """The state directory when no config could be read (where an internal fault is logged)."""
+    return _state_dir(env, None)
+
+
 def _state_dir(env: Any, configured: str | None) -> str:
     """SMART_SEARCH_STATE_DIR, else `state_dir`, else <OpenClaw state dir>/workspace/shared."""
     return openclaw.skill_state_dir(env, configured)[0]

@@ -1,5 +1,6 @@
-"""One JSONL line per smart_search call in `<state_dir>/logs/search-YYYY-MM-DD.jsonl` (spec §11,
-RULINGS §6).
+"""Every log file smart-search writes: one JSONL line per smart_search call in
+`<state_dir>/logs/search-YYYY-MM-DD.jsonl` (spec §11, RULINGS §6), and the tracebacks of internal
+faults in `<state_dir>/logs/internal-errors.log`.
 
 Each line is appended with ONE write to a file opened O_APPEND, so concurrent writers never
 interleave inside a line. Retention goes by the date in the file name only (never mtime) and
@@ -22,6 +23,7 @@ from typing import Any
 import orjson
 
 LOG_DIR = "logs"
+INTERNAL_ERRORS_LOG = "internal-errors.log"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NAME = re.compile(r"search-(\d{4}-\d{2}-\d{2})\.jsonl")
@@ -57,6 +59,21 @@ def append_search_log(
             sys.stderr.write(f"smart-search: search log not written ({exc.__class__.__name__})\n")
         except Exception:  # noqa: BLE001
             pass
+
+
+def append_internal_error(state_dir: str, text: str, secrets: tuple[str, ...]) -> None:
+    """Append a dated traceback to `logs/internal-errors.log`, scrubbed of `secrets` (a
+    traceback can quote a header or a URL). Raises on failure: the caller decides."""
+    import time
+
+    from .scrub import scrub
+
+    stamped = time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + text
+    dir_fd = open_log_dir(state_dir)
+    try:
+        append(dir_fd, INTERNAL_ERRORS_LOG, scrub(stamped, secrets).encode("utf-8", "replace"))
+    finally:
+        os.close(dir_fd)
 
 
 def open_log_dir(state_dir: str) -> int:

@@ -74,32 +74,23 @@ def _error(tool: str | None, err: SearchError) -> dict[str, Any]:
 
 
 def _record_internal(exc: BaseException, settings: Any, environ: Any) -> None:
+    """The traceback of an internal fault, scrubbed of every configured key, to the log."""
     try:
-        import time
         import traceback
 
-        from .logs import append, open_log_dir
-        from .scrub import scrub, secret_values, settings_secrets
+        from .logs import append_internal_error
+        from .scrub import secret_values, settings_secrets
 
-        env = os.environ if environ is None else environ
         if settings is None:
-            from .config import _state_dir, configured_key_values
+            from .config import configured_key_values, default_state_dir
 
-            settings_dir = _state_dir(env, None)
+            env = os.environ if environ is None else environ
+            state_dir = default_state_dir(env)
             secrets = secret_values(configured_key_values(env))
         else:
-            settings_dir = settings.state_dir
+            state_dir = settings.state_dir
             secrets = settings_secrets(settings)
-        text = time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + "".join(
-            traceback.format_exception(exc)
-        )
-        # A traceback can quote a header or a URL: no configured key reaches the file.
-        text = scrub(text, secrets)
-        dir_fd = open_log_dir(settings_dir)
-        try:
-            append(dir_fd, "internal-errors.log", text.encode("utf-8", "replace"))
-        finally:
-            os.close(dir_fd)
+        append_internal_error(state_dir, "".join(traceback.format_exception(exc)), secrets)
     except Exception:  # noqa: BLE001 - recording a fault must not cause another
         pass
 
