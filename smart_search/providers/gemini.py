@@ -195,7 +195,8 @@ def billed_units(resp: HttpResponse, settings: Settings) -> int:
         total = 0
         for candidate in data["candidates"]:
             queries = (candidate.get("groundingMetadata") or {}).get("webSearchQueries") or []
-            total += sum(1 for q in queries if isinstance(q, str))
+            # Empty entries are not billed (Google: "we ignore the empty web search queries").
+            total += sum(1 for q in queries if isinstance(q, str) and q.strip())
         return total
     except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
         return 1
