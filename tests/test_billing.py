@@ -553,3 +553,13 @@ def test_a_worked_month_never_bills_past_a_window_and_the_ledger_agrees(env: Env
     # Brave's own report (5 less than ours) bound the month, and the 429 stopped it until Jan 1.
     assert doc["windows"]["brave"]["exhausted_until"] == utc(2027, 1, 1)
     assert answered["gemini"] > 0 and answered["brave"] > 0 and answered["web_fetch"] > 0
+
+
+def test_empty_search_query_entries_are_not_billed(env: Env, fake: FakeServer) -> None:
+    """Google ignores empty `webSearchQueries` entries when it counts billed queries."""
+    configure(env, fake)
+    body: Any = copy.deepcopy(fixture_json("gemini-ok.json"))
+    body["candidates"][0]["groundingMetadata"]["webSearchQueries"] = ["", "jwst launch", " "]
+    fake.route(GEMINI_PATH, Reply(200, json.dumps(body).encode()))
+    assert search(env, "NSE stock news")["attempts"][0]["units"] == 1
+    assert windows_of(env, "gemini")["daily"]["used"] == 1
