@@ -230,8 +230,16 @@ def _perform(
     follow = request.follow_redirects and not carries_key
     tls = speaks_tls(request)
     context = _ssl_context() if tls else None
+    # httpx mounts the environment's proxies only when it builds its own transport: a request
+    # the environment sends through a proxy goes through httpx's (httpcore, whose sockets the
+    # trace hook still tracks for `abandon`); every other request through ours.
+    proxied = not loopback and _proxied_by_environment(request.url)
     client = httpx.Client(
-        transport=StdlibTransport(ssl_context=context, timeout=budget, on_socket=on_socket),
+        transport=(
+            None
+            if proxied
+            else StdlibTransport(ssl_context=context, timeout=budget, on_socket=on_socket)
+        ),
         timeout=httpx.Timeout(budget),
         follow_redirects=follow,
         cookies=request.cookies or None,
@@ -435,6 +443,20 @@ def _origin(url: str) -> str:
         return f"{parts.scheme}://{parts.hostname}{parts.path}"
     except ValueError:
         return "<invalid URL>"
+
+
+def _proxied_by_environment(url: str) -> bool:
+    """True when *_PROXY / ALL_PROXY name a proxy for this URL's scheme and NO_PROXY spares it."""
+    import urllib.request
+
+    proxies = urllib.request.getproxies_environment()
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    if not (proxies.get(parts.scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass_environment(parts.hostname or "", proxies)
 
 
 def _is_loopback(url: str) -> bool:

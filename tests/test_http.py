@@ -342,3 +342,27 @@ def test_retry_after_seconds_reads_both_forms() -> None:
     assert retry_after_seconds({"retry-after": "soon"}) is None
     future = format_datetime(datetime.now(UTC) + timedelta(seconds=120), usegmt=True)
     assert 100 < (retry_after_seconds({"retry-after": future}) or 0) <= 121
+
+
+def test_a_proxy_from_the_environment_carries_requests_off_loopback(
+    fake: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """httpx stays for this path (README, Development): with HTTP_PROXY set, a request to a host
+    that is not loopback goes to the proxy in absolute form; loopback never goes through it."""
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", fake.url)
+    fake.route("/page", Reply(200, b"via the proxy"))
+    response = send(
+        HttpRequest("GET", "http://search.example.invalid/page", params={"q": "x"}),
+        deadline=time.monotonic() + 5,
+        request_timeout_s=5,
+    )
+    assert response.status == 200 and response.body == b"via the proxy"
+    (seen,) = fake.requests
+    assert seen.target == "http://search.example.invalid/page?q=x"  # absolute form: a proxy
+    assert seen.headers["host"] == "search.example.invalid"
+    # A loopback target ignores the proxy (a key never detours through one on this machine).
+    direct = send(HttpRequest("GET", fake.url + "/page"), deadline=time.monotonic() + 5,
+                  request_timeout_s=5)  # fmt: skip
+    assert direct.status == 200 and fake.requests[-1].target == "/page"
