@@ -23,7 +23,8 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 from . import errors
@@ -47,6 +48,7 @@ for _name in ("httpx", "httpcore"):
     logging.getLogger(_name).setLevel(logging.WARNING)
 
 
+@dataclass(frozen=True, slots=True)
 class HttpRequest:
     """A request as data: nothing here performs I/O.
 
@@ -54,44 +56,29 @@ class HttpRequest:
     carries a key header never follows a redirect, whatever this says.
     """
 
-    __slots__ = ("method", "url", "params", "headers", "json", "cookies", "follow_redirects")
-
-    def __init__(
-        self,
-        method: str,
-        url: str,
-        *,
-        params: dict[str, str] | None = None,
-        headers: dict[str, str] | None = None,
-        json: object | None = None,
-        cookies: dict[str, str] | None = None,
-        follow_redirects: bool = False,
-    ) -> None:
-        self.method = method
-        self.url = url
-        self.params = params or {}
-        self.headers = headers or {}
-        self.json = json
-        self.cookies = cookies or {}
-        self.follow_redirects = follow_redirects
+    method: str
+    url: str
+    _: KW_ONLY
+    params: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    json: object | None = None
+    cookies: dict[str, str] = field(default_factory=dict)
+    follow_redirects: bool = False
 
     def __repr__(self) -> str:
         # Never show headers (keys) or params (queries) in a repr that may end up in a log.
         return f"HttpRequest({self.method} {_origin(self.url)})"
 
 
-class HttpResponse:
+class HttpResponse(NamedTuple):
     """A fully read response: status, lower-cased headers, body bytes (at most MAX_BODY_BYTES).
 
     The body is already decompressed; `content-encoding` is left in `headers` as the server sent it.
     """
 
-    __slots__ = ("status", "headers", "body")
-
-    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.status = status
-        self.headers = headers
-        self.body = body
+    status: int
+    headers: dict[str, str]
+    body: bytes
 
     def __repr__(self) -> str:
         return f"HttpResponse({self.status}, {len(self.body)} bytes)"
