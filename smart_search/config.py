@@ -146,6 +146,7 @@ class Settings:
     units: dict[str, str]
     prices_per_1000: dict[str, float | None]
     max_units_per_call: dict[str, int]
+    currencies: dict[str, str]
     agent_allocations: dict[str, dict[str, int]]
     default_allocation: dict[str, int]
     endpoints: dict[str, str]
@@ -270,6 +271,7 @@ _KNOWN_PROVIDER_KEYS = (
     "reset_timezone",
     "unit",
     "price_per_1000",
+    "currency",
     "max_units_per_call",
 )
 
@@ -439,6 +441,7 @@ def _providers(section: dict[str, Any], gemini_model: str) -> dict[str, dict[str
         "units": {},
         "prices_per_1000": {},
         "max_units_per_call": {},
+        "currencies": {},
     }
     for p in PROVIDERS:
         entry = providers.get(p, {})
@@ -469,6 +472,10 @@ def _providers(section: dict[str, Any], gemini_model: str) -> dict[str, dict[str
         ):
             raise ConfigError(f'Config key "{key}.price_per_1000" must be a number, 0 or more.')
         out["prices_per_1000"][p] = None if price is None else float(price)
+        currency = entry.get("currency", "USD")
+        if not isinstance(currency, str) or not re.fullmatch(r"[A-Z]{3}", currency):
+            raise ConfigError(f'Config key "{key}.currency" must be a currency code like "USD".')
+        out["currencies"][p] = currency
     return out
 
 

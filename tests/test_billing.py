@@ -326,6 +326,7 @@ def test_status_shows_both_windows_the_unit_and_the_money(env: Env) -> None:
     assert (brave["monthly"]["used"], brave["monthly"]["limit"]) == (4, 2000)
     assert brave["monthly"]["resets_at"].endswith("-01T00:00:00Z")
     assert brave["estimated_spend"] == 0.02 and brave["unit"] == "request"
+    assert brave["currency"] == "USD"  # providers.<p>.currency, USD unless configured
     assert env.call("search_quota_status")["windows"]["gemini"]["estimated_spend"] is None
 
 
