@@ -118,6 +118,7 @@ class Run(NamedTuple):
     pace: Callable[..., object]  # pacing.wait_for_slot(settings, engine, deadline)
     api_query: dict[str, str]  # the query each API is sent (Brave's fitted to its limits)
     api_warnings: dict[str, str | None]
+    cache: Any = None  # cache.Flight: each tier looks up its key first (None: no cache)
 
 
 class Attempt(NamedTuple):
@@ -200,7 +201,10 @@ def run_tiers(tiers: list[Tier], run: Run) -> Outcome:
             attempts.append(_record(tier, started, "skipped", late))
             continue
         walk = _api_tier if tier.is_api else _web_tier
-        attempt, answer = walk(tier, run, started)
+        if run.cache is not None:  # a hit instead of the tier, or the tier as the key's leader
+            attempt, answer = run.cache.walk(walk, tier, run, started)
+        else:
+            attempt, answer = walk(tier, run, started)
         attempts.append(attempt)
         if answer is not None:
             return answer._replace(attempts=attempts)
