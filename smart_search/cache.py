@@ -249,9 +249,7 @@ class Flight:
         units = found.get("units")
         self.units_saved = units if isinstance(units, int) and units > 0 else 0
         self._count(hit=True, units=self.units_saved)
-        attempt = _record(tier, started, "success", quota_source="none")._replace(
-            provider="cache"
-        )
+        attempt = _record(tier, started, "success", quota_source="none")._replace(provider="cache")
         web = provider == "web_fetch"
         return attempt, Outcome(
             attempts=[],
@@ -348,7 +346,7 @@ def _warn(message: str) -> None:
         pass
 
 
-# -- visibility: search_quota_status, doctor, `smart-search cache clear` -----------------------------
+# -- visibility: search_quota_status, doctor, `smart-search cache clear` ------------------------
 def status(settings: Settings, store: Store, day: str) -> dict[str, Any]:
     """The `cache` object of the full quota status: size now, today's hits, misses, savings."""
     conf = getattr(settings, "cache", None) or {"enabled": False}

@@ -153,6 +153,7 @@ arg_objects = st.fixed_dictionaries(
         "query": json_values,
         "agent_id": json_values,
         "force_provider": json_values,
+        "fresh": json_values,
         "tool": json_values,
         "args": json_values,
     },

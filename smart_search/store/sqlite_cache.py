@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS documents (
 """
 # A hit refreshes an entry's last use for LRU at most this often (each refresh is a write).
 TOUCH_EVERY_S = 1.0
+_CREATE = object()
 
 
 class CacheUnavailable(Exception):
@@ -94,15 +95,21 @@ class SqliteCache:
                 db.execute("UPDATE entries SET used_at = ? WHERE key = ?", (now, key))
             return CacheEntry(bytes(row[0]), row[1], row[2])
 
-        return self._run(op)
+        return self._run(op, absent=None)
 
     def put(self, key: str, entry: CacheEntry, max_entries: int, max_bytes: int) -> None:
         def op(db: sqlite3.Connection) -> None:
             with _transaction(db):
                 db.execute(
                     "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)",
-                    (key, entry.value, len(entry.value), entry.stored_at, entry.expires_at,
-                     entry.stored_at),  # fmt: skip
+                    (
+                        key,
+                        entry.value,
+                        len(entry.value),
+                        entry.stored_at,
+                        entry.expires_at,
+                        entry.stored_at,
+                    ),  # fmt: skip
                 )
                 _evict(db, entry.stored_at, max_entries, max_bytes)
                 # A lease whose owner died and that nobody took over: gone a minute after.
@@ -127,7 +134,7 @@ class SqliteCache:
             ).fetchone()
             return int(count), int(total)
 
-        return self._run(op)
+        return self._run(op, absent=(0, 0))
 
     def lease_claim(self, key: str, owner: str, ttl_s: float, now: float) -> bool:
         def op(db: sqlite3.Connection) -> bool:
@@ -156,15 +163,15 @@ class SqliteCache:
             ).fetchone()
             return None if row is None else str(row[0])
 
-        return self._run(op)
+        return self._run(op, absent=None)
 
-    # -- advisory documents kept in the database (cache_stats) --------------------------------------
+    # -- advisory documents kept in the database (cache_stats) -----------------------------------
     def read_document(self, name: str) -> dict[str, Any] | None:
         def op(db: sqlite3.Connection) -> dict[str, Any] | None:
             row = db.execute("SELECT body FROM documents WHERE name = ?", (name,)).fetchone()
             return None if row is None else _document(row[0])
 
-        return self._run(op)
+        return self._run(op, absent=None)
 
     def update_document(self, name: str, change: Callable[[Any], tuple[Any, Any]]) -> Any:
         def op(db: sqlite3.Connection) -> Any:
@@ -187,8 +194,12 @@ class SqliteCache:
                 self._conn = None
 
     # -- opening, and recovering from a broken database -----------------------------------------
-    def _run(self, op: Callable[[sqlite3.Connection], Any]) -> Any:
+    def _run(self, op: Callable[[sqlite3.Connection], Any], absent: Any = _CREATE) -> Any:
+        """`op` on the open database; a read (`absent` given) of a database that does not exist
+        yet answers `absent` and creates nothing."""
         with self._lock:
+            if absent is not _CREATE and self._conn is None and not os.path.lexists(self.path):
+                return absent
             for last_try in (False, True):
                 try:
                     return op(self._connect())
@@ -321,4 +332,3 @@ def _warn(message: str) -> None:
         sys.stderr.write(f"smart-search: {message}\n")
     except Exception:  # noqa: BLE001 - a warning must not break the search
         pass
-
