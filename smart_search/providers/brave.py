@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .. import errors
 from ..config import Settings
-from ..http import HttpRequest, HttpResponse, retry_after_seconds
 from . import Answer, json_object, shape_error, status_error
+
+if TYPE_CHECKING:
+    # http (socket, logging, zlib) is imported when a request is built: every smart_search call
+    # imports this module for `fit_query`, and a cache hit sends no request at all.
+    from ..http import HttpRequest, HttpResponse
 
 NAME = "brave"
 PATH = "/res/v1/web/search"
@@ -69,6 +73,8 @@ def build_request(query: str, settings: Settings) -> HttpRequest:
     """GET with the subscription token in its header; `query` is already fitted to Brave's
     limits (`fit_query`, once, by the tier walk)."""
     # The tier walk checked the key once, before reserving a unit (tiers._api_tier).
+    from ..http import HttpRequest
+
     secret = settings.api_keys[NAME]
     assert secret is not None
     return HttpRequest(
@@ -108,6 +114,8 @@ def classify_error(resp: HttpResponse) -> errors.SearchError:
             return errors.QuotaExhausted(message, http_status=status)
         wait = _first_reset(resp.headers)
         if wait is None:
+            from ..http import retry_after_seconds
+
             wait = retry_after_seconds(resp.headers)
         return errors.RateLimited(message, http_status=status, retry_after=wait)
     # 422 SUBSCRIPTION_TOKEN_INVALID, 401, 403 and 400 are refusals (auth_failed).
