@@ -14,6 +14,9 @@ billed reserves another, and afterwards the ledger is settled to what the provid
 web_fetch tier: a finance query in Strategy A → skipped (finance_blocked); breaker; pacing; one
 request. Answers pass the sanitizer here, as each tier answers, so an all-junk answer fails its
 tier instead of passing as a success.
+
+With the result cache on (`run.cache`, cache.py), each tier runs through `Flight.walk`: a hit for
+its key replaces the tier; otherwise the tier runs as the key's single-flight leader.
 """
 
 from __future__ import annotations
