@@ -15,7 +15,6 @@ Quirks worth knowing:
 
 from __future__ import annotations
 
-import html
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -126,6 +125,8 @@ def plain_text(value: object) -> str:
     """Brave's highlighted HTML fragment as plain text: tags dropped, entities decoded."""
     if not isinstance(value, str):
         return ""
+    import html  # html.entities' table: only when an answer is parsed, never on a cache hit
+
     return _SPACE.sub(" ", html.unescape(_TAG.sub("", value))).strip()
 
 
