@@ -188,7 +188,12 @@ class Flight:
         return bool(self._guard(self.store.lease_claim, key, self.owner, ttl, time.time()))
 
     def _release(self, key: str) -> None:
-        self._guard(self.store.lease_release, key, self.owner)
+        """Give the lease up even when the cache broke meanwhile: waiters should not have to
+        sit out its TTL."""
+        try:
+            self.store.lease_release(key, self.owner)
+        except Exception:  # noqa: BLE001 - it expires on its own
+            pass
 
     def _put(self, key: str, attempt: Attempt, answer: Outcome) -> None:
         now = time.time()

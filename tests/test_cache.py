@@ -511,3 +511,45 @@ def test_a_killed_leader_is_replaced_by_exactly_one_waiter(env: Env, fake: FakeS
     assert len(fake.requests_to(BRAVE_PATH)) == 2
     # The killed leader's unit stays charged: its request left and may have been billed.
     assert brave_used(env) == 2
+
+
+def test_a_waiter_gives_up_at_its_deadline_and_spends_nothing(env: Env, fake: FakeServer) -> None:
+    configure(env, fake, total_timeout_ms=1500)
+    fake.route(BRAVE_PATH, api("brave-ok.json"))
+    # Another process holds the key's lease for a long time and never answers.
+    key = cache.tier_key(planner.Tier(1, "brave"), _run(env.settings(), "nasa news"))
+    FileStore(str(env.state_dir), 5000).lease_claim(key, "elsewhere:1:x", 600.0, time.time())
+    r = search(env)
+    assert r["error"] is not None and r["cached"] is False
+    waited = r["attempts"][0]
+    assert (waited["provider"], waited["outcome"], waited["error_code"]) == (
+        "brave",
+        "skipped",
+        "timeout",
+    )
+    assert "another process" in waited["error"] and waited["units"] == 0
+    assert fake.requests == [] and brave_used(env) == 0
+
+
+def test_the_heartbeat_keeps_a_slow_leaders_lease(
+    env: Env, fake: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A lease of 1.5 s (0.5 s request timeout + 1 s margin), a leader in flight for 4 s.
+    configure(env, fake, request_timeout_ms=500)
+    monkeypatch.setattr(cache, "LEASE_MARGIN_S", 1.0)
+    settings = env.settings()
+    store = FileStore(str(env.state_dir), 5000)
+    flight = cache.Flight(settings, store, 3600, "2026-12-01")
+    run = SimpleNamespace(**vars(_run(settings, "nasa news")), deadline=time.monotonic() + 60)
+    key = cache.tier_key(planner.Tier(1, "brave"), run)
+    seen = []
+
+    def slow_tier(tier: Any, run: Any, started: float) -> Any:
+        for _ in range(8):
+            time.sleep(0.5)
+            seen.append(FileStore(str(env.state_dir), 5000).lease_holder(key, time.time()))
+        return SimpleNamespace(outcome="failed"), None
+
+    flight.walk(slow_tier, planner.Tier(1, "brave"), run, time.monotonic())
+    assert seen == [flight.owner] * 8
+    assert store.lease_holder(key, time.time()) is None  # given up when the tier ended
