@@ -171,7 +171,7 @@ class Flight:
         beat = _Heartbeat(self, key, run.deadline) if lease else None
         try:
             attempt, answer = walk(tier, run, started)
-            if answer is not None and answer.error is None and attempt.outcome == "success":
+            if answer is not None and answer.cacheable and attempt.outcome == "success":
                 self._put(key, attempt, answer)
             return attempt, answer
         finally:

@@ -156,6 +156,7 @@ class Outcome(NamedTuple):
     quota_source: str = "none"
     queries_remaining: int | None = None
     warning: str | None = None
+    cacheable: bool = True  # False: a partial answer the result cache must not keep
 
 
 def _record(
@@ -286,6 +287,7 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
         quota_source=source,
         queries_remaining=remaining,
         warning=run.api_warnings[provider],
+        cacheable=call.answer.complete,
     )
 
 

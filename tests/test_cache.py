@@ -211,6 +211,25 @@ def test_a_failure_is_never_cached(env: Env, fake: FakeServer) -> None:
     assert len(fake.requests_to(BRAVE_PATH)) == 2
 
 
+def test_a_partial_answer_is_shown_but_not_cached(env: Env, fake: FakeServer) -> None:
+    configure(env, fake, keys=("gemini",))
+    cut = {
+        "candidates": [
+            {
+                "content": {"parts": [{"text": "The index opened at 22,4"}], "role": "model"},
+                "finishReason": "MAX_TOKENS",
+            }
+        ]
+    }
+    fake.route(GEMINI_PATH, Reply(200, json=cut), api("gemini-ok.json"))
+    first = search(env, "AAPL share price")
+    assert first["results"] == "The index opened at 22,4" and first["cached"] is False
+    second = search(env, "AAPL share price")
+    assert second["cached"] is False and second["results"] != first["results"]
+    assert search(env, "AAPL share price")["cached"] is True  # the whole answer is kept
+    assert len(fake.requests_to(GEMINI_PATH)) == 2
+
+
 def test_a_blocked_page_is_not_cached_and_the_engine_that_answered_is(
     env: Env, fake: FakeServer
 ) -> None:
