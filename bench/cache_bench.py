@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,10 +37,16 @@ SKILL = [PY, "-E", "-s", "-m", "smart_search"]
 FLOOR = [PY, "-E", "-s", "-c", "import filelock, orjson"]
 
 
+CPU: dict[str, list[float]] = {}  # CPU seconds (user + system) of each case's processes
+
+
 def run(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(cmd, input=stdin, capture_output=True, env=env, cwd=REPO)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run.cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)  # type: ignore[attr-defined]
     if proc.returncode != 0:
         raise SystemExit(f"benchmark command failed: {cmd}\n{proc.stderr.decode()[-2000:]}")
     return elapsed, proc.stdout
@@ -55,6 +62,7 @@ def medians(cases: dict, env: dict[str, str], runs: int, check: dict) -> dict[st
             if name in check:
                 check[name](out)
             times[name].append(elapsed)
+            CPU.setdefault(name, []).append(run.cpu)  # type: ignore[attr-defined]
     return {name: statistics.median(values) for name, values in times.items()}
 
 
@@ -118,7 +126,12 @@ def bench_cold(runs: int) -> list[str]:
                  "cache size)"):  # fmt: skip
         ratio = hit_s / figures[name]
         mark = "ok" if ratio <= 1.1 else "OVER 1.1x"
-        lines.append(f"cached smart_search / {name}: {ratio:.2f}  {mark}")
+        cpu = statistics.median(CPU["smart_search answered from the cache"]) / statistics.median(
+            CPU[name]
+        )
+        lines.append(
+            f"cached smart_search / {name}: wall {ratio:.2f}  {mark}  (CPU time {cpu:.2f})"
+        )
     return lines
 
 
