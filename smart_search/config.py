@@ -155,6 +155,7 @@ class Settings:
     api_keys: dict[str, Secret | None]
     state_backend: dict[str, Any]
     max_unconfigured_agents: int
+    cache: dict[str, Any]
     config_path: str | None
     # Layouts OpenClaw would reject and unknown config keys: every tool result carries them.
     warnings: tuple[str, ...] = ()
@@ -383,6 +384,7 @@ def _build(
         raise ConfigError('Config key "state_dir" must be a non-empty string.')
     values["state_dir"] = _state_dir(env, state_dir)
     values["state_backend"] = _state_backend(section)
+    values["cache"] = _cache(section)
     tz = section.get("timezone")
     values["timezone"] = None if tz is None else _zone(tz, "timezone")
     values["api_keys"] = {
@@ -600,6 +602,39 @@ def _state_backend(section: dict[str, Any]) -> dict[str, Any]:
             'Config key "state_backend.on_unavailable" must be "refuse" or "web_only".'
         )
     return {**backend, "kind": kind, "on_unavailable": on_unavailable}
+
+
+# cache.<key>: (default, minimum, maximum); `cache.enabled` is a boolean (default true).
+CACHE_DEFAULTS: dict[str, tuple[int, int, int | None]] = {
+    "ttl_seconds": (6 * 3600, 0, 366 * 86400),
+    "finance_ttl_seconds": (300, 0, 366 * 86400),
+    "max_entries": (5000, 0, MAX_COUNT),
+    "max_bytes": (64 * 1024 * 1024, 0, 1 << 40),
+}
+
+
+def _cache(section: dict[str, Any]) -> dict[str, Any]:
+    """`cache`: the shared result cache (cache.py). A TTL of 0, or `enabled: false`, turns off
+    serving from it for that class; unknown keys are refused so a typo never goes unnoticed."""
+    given = section.get("cache", {})
+    if not isinstance(given, dict):
+        raise ConfigError('Config key "cache" must be an object.')
+    for name in given:
+        if name != "enabled" and name not in CACHE_DEFAULTS:
+            raise ConfigError(
+                f'Config key "cache.{str(name)[:64]}" is not one of enabled, '
+                f"{', '.join(CACHE_DEFAULTS)}."
+            )
+    enabled = given.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError('Config key "cache.enabled" must be true or false.')
+    out: dict[str, Any] = {"enabled": enabled}
+    for name, (default, low, high) in CACHE_DEFAULTS.items():
+        try:
+            out[name] = _whole(given, name, default, low, high)
+        except ConfigError as err:
+            raise ConfigError(err.message.replace(f'"{name}"', f'"cache.{name}"')) from None
+    return out
 
 
 def _api_key(name: str, env: Any, skill_env: dict[str, Any], root: dict[str, Any]) -> Secret | None:

@@ -64,6 +64,8 @@ def configure(env: Env, fake: FakeServer, **config: Any) -> None:
         "retry_base_delay": 10,
         "request_timeout_ms": 3000,
         "agent_allocations": {"cron": {"gemini": 5, "brave": 5}},
+        # These tests pay for repeated questions on purpose: what is spent is what is tested.
+        "cache": {"enabled": False},
     }
     base.update(config)
     env.write_config(base)

@@ -173,6 +173,7 @@ arg_objects = st.fixed_dictionaries(
         "freshness": json_values,
         "country": json_values,
         "language": json_values,
+        "fresh": json_values,
         "tool": json_values,
         "args": json_values,
     },

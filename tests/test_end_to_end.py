@@ -158,7 +158,8 @@ def test_example_3_plain_query_from_google(env: Env, fake: FakeServer) -> None:
 
 
 def test_example_4_scheduled_finance_query_on_gemini(env: Env, fake: FakeServer) -> None:
-    configure(env, fake)
+    # The spec's example asks the same question four times and pays four times: no cache.
+    configure(env, fake, cache={"enabled": False})
     fake.route(gemini_path(), api("gemini-ok.json"))
     for _ in range(3):
         cli_search(env, "NSE market open today", "stock-analysis")
@@ -232,6 +233,7 @@ def test_24_concurrent_searches_spend_exactly_the_brave_budget(env: Env, fake: F
         providers={"brave": {"daily_limit": 10}},
         agent_allocations={"cron": {"gemini": 0, "brave": 5}},
         lock_timeout_ms=60000,
+        cache={"enabled": False},  # every process must spend (test_cache: the cached burst)
     )
     env.environ.pop("GEMINI_API_KEY")
     fake.route(BRAVE_PATH, api("brave-ok.json"))
@@ -338,7 +340,9 @@ def test_a_stalling_provider_cannot_hold_the_call_past_its_deadline(
 
 @pytest.mark.multiprocess
 def test_engine_requests_are_paced_across_processes(env: Env, fake: FakeServer) -> None:
-    configure(env, fake, web_fetch_min_interval_ms=1000, lock_timeout_ms=20000)
+    configure(
+        env, fake, web_fetch_min_interval_ms=1000, lock_timeout_ms=20000, cache={"enabled": False}
+    )
     fake.route("/search", html("google/basic-results-google.html"))
     call = json.dumps({"tool": "smart_search", "args": {"query": "pace", "agent_id": "general"}})
     procs = [

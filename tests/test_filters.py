@@ -437,8 +437,8 @@ def test_unknown_argument_message_names_every_argument() -> None:
     code, message = check_message({"limit": 3})
     assert code == "invalid_input"
     assert message == (
-        'Unknown argument: "limit". smart_search takes query, agent_id, force_provider, mode, '
-        "count, freshness, country and language."
+        'Unknown argument: "limit". smart_search takes query, agent_id, force_provider, fresh, '
+        "mode, count, freshness, country and language."
     )
 
 

@@ -342,6 +342,8 @@ def test_two_agents_in_two_workspaces_share_one_provider_limit(tmp_path: Path) -
             "endpoints": {},
             "retry_max_attempts": 1,
             "web_fetch_min_interval_ms": 0,
+            # Every agent pays for the same question here: the limit is what is tested.
+            "cache": {"enabled": False},
         }
     )
     with FakeServer() as fake:

@@ -438,6 +438,8 @@ def test_one_log_line_per_search_with_the_spec_fields(keyed: Env) -> None:
         "latency_ms",
         "log_version",
         "units",
+        "cached",
+        "units_saved",
     }
     assert all(set(line) == spec_fields for line in lines)
     assert lines[0]["success"] is True and lines[0]["web_fetch_engine"] == "google"

@@ -15,16 +15,19 @@ Quirks worth knowing:
 
 from __future__ import annotations
 
-import html
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .. import errors
 from ..config import Settings
-from ..http import HttpRequest, HttpResponse, retry_after_seconds
 from . import Answer, json_object, shape_error, status_error
+
+if TYPE_CHECKING:
+    # http (socket, logging, zlib) is imported when a request is built: every smart_search call
+    # imports this module for `fit_query`, and a cache hit sends no request at all.
+    from ..http import HttpRequest, HttpResponse
 
 NAME = "brave"
 PATH = "/res/v1/web/search"
@@ -72,6 +75,8 @@ def build_request(
     limits (`fit_query`, once, by the tier walk). `filters` (see `filter_params`) add Brave's
     own parameters; None changes nothing."""
     # The tier walk checked the key once, before reserving a unit (tiers._api_tier).
+    from ..http import HttpRequest
+
     secret = settings.api_keys[NAME]
     assert secret is not None
     params = {"q": query, "count": str(settings.brave_count)}
@@ -114,6 +119,8 @@ def classify_error(resp: HttpResponse) -> errors.SearchError:
             return errors.QuotaExhausted(message, http_status=status)
         wait = _first_reset(resp.headers)
         if wait is None:
+            from ..http import retry_after_seconds
+
             wait = retry_after_seconds(resp.headers)
         return errors.RateLimited(message, http_status=status, retry_after=wait)
     # 422 SUBSCRIPTION_TOKEN_INVALID, 401, 403 and 400 are refusals (auth_failed).
@@ -124,6 +131,8 @@ def plain_text(value: object) -> str:
     """Brave's highlighted HTML fragment as plain text: tags dropped, entities decoded."""
     if not isinstance(value, str):
         return ""
+    import html  # html.entities' table: only when an answer is parsed, never on a cache hit
+
     return _SPACE.sub(" ", html.unescape(_TAG.sub("", value))).strip()
 
 

@@ -83,7 +83,10 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
     if not text:
         # SAFETY, RECITATION, MAX_TOKENS spent on thinking...: nothing usable came back.
         raise errors.NoResults(errors.GEMINI_EMPTY, http_status=resp.status)
-    return Answer(results=text, citations=_citations(first))
+    # Any end but STOP (MAX_TOKENS, SAFETY mid-answer...) left a partial answer: shown, not cached.
+    finish = first.get("finishReason")
+    complete = finish in (None, "STOP", "FINISH_REASON_UNSPECIFIED")
+    return Answer(results=text, citations=_citations(first), complete=complete)
 
 
 def classify_error(resp: HttpResponse, settings: Settings) -> errors.SearchError:
