@@ -266,6 +266,7 @@ print(json.dumps(handle(json.dumps(call).encode())))
 """
 
 
+@pytest.mark.multiprocess
 def test_after_one_quota_429_no_process_sends_that_provider_a_request(
     env: Env, fake: FakeServer
 ) -> None:

@@ -469,6 +469,7 @@ def burst_config(env: Env, fake: FakeServer, **extra: Any) -> None:
     )
 
 
+@pytest.mark.multiprocess
 def test_32_identical_calls_at_once_send_one_request(env: Env, fake: FakeServer) -> None:
     burst_config(env, fake)
     # A slow answer keeps the leader in flight while the others arrive.
@@ -487,6 +488,7 @@ def test_32_identical_calls_at_once_send_one_request(env: Env, fake: FakeServer)
     assert brave_used(env) == 1
 
 
+@pytest.mark.multiprocess
 def test_a_failed_leader_hands_over_to_one_waiter(env: Env, fake: FakeServer) -> None:
     burst_config(env, fake)
     fake.route(BRAVE_PATH, Reply(500, json={"error": "boom"}, delay=1.0), api("brave-ok.json"))
@@ -498,6 +500,7 @@ def test_a_failed_leader_hands_over_to_one_waiter(env: Env, fake: FakeServer) ->
     assert len(answered) == 7 and sum(not r["cached"] for r in answered) == 1
 
 
+@pytest.mark.multiprocess
 def test_a_killed_leader_is_replaced_by_exactly_one_waiter(env: Env, fake: FakeServer) -> None:
     # The leader's request never gets an answer; a lease outlives a request by at most
     # request_timeout + the margin, so the waiters take over within ~10 s of the kill.
@@ -532,6 +535,7 @@ def test_a_killed_leader_is_replaced_by_exactly_one_waiter(env: Env, fake: FakeS
     assert brave_used(env) == 2
 
 
+@pytest.mark.multiprocess
 def test_a_waiter_gives_up_at_its_deadline_and_spends_nothing(env: Env, fake: FakeServer) -> None:
     configure(env, fake, total_timeout_ms=1500)
     fake.route(BRAVE_PATH, api("brave-ok.json"))
