@@ -66,6 +66,9 @@ def smart_search(
     ledger = Ledger(settings, store)
     day = ledger.today
     api_query, api_warnings = fit_api_queries(query, settings)
+    from .filters import normalise
+
+    filters = normalise(args)
     run = Run(
         agent_id=agent_id,
         query=query,
@@ -77,9 +80,17 @@ def smart_search(
         pace=lambda s, engine, until: wait_for_slot(s, engine, until, store=store),
         api_query=api_query,
         api_warnings=api_warnings,
+        filters=filters,
     )
+    deep = args.get("mode") == "deep"
+    answer: str | None = None
     try:
-        outcome = run_tiers(planner.plan(agent_id, query, settings, routed), run)
+        if deep:
+            from .deep import run_deep
+
+            outcome, answer = run_deep(run, routed)
+        else:
+            outcome = run_tiers(planner.plan(agent_id, query, settings, routed), run)
         snapshot = ledger.snapshot()
     except SearchError as err:
         result = failure_result("smart_search", err)
@@ -94,14 +105,20 @@ def smart_search(
         result = failure_result("smart_search", outcome.error, remaining)
         result["warning"] = overcommit
     else:
-        warnings = [w for w in (outcome.warning, overcommit) if w]
+        found, unsupported = outcome.results, None
+        if not deep:
+            from .filters import first_mode
+
+            source = outcome.engine or outcome.provider_used or routed
+            found, unsupported = first_mode(found, source, filters)
+        warnings = [w for w in (outcome.warning, unsupported, overcommit) if w]
         # Already sanitized, tier by tier (tiers._usable); keys are scrubbed BEFORE the size cap,
         # so that a cut can never leave part of a key behind.
         from .scrub import scrub, settings_secrets
 
         secrets = settings_secrets(settings)
         capped, truncated = output.cap_results(
-            scrub(outcome.results, secrets), settings.max_result_chars
+            scrub(found, secrets), settings.max_result_chars
         )
         result = {
             "results": capped,
@@ -117,6 +134,10 @@ def smart_search(
             "citations": scrub(outcome.citations, secrets),
             "truncated": truncated,
         }
+        if deep:
+            result["answer"] = scrub(answer, secrets)
+    if deep:
+        result.setdefault("answer", None)
     result["attempts"] = [a.as_dict() for a in outcome.attempts]
     _log(settings, day, agent_id, query, force, result, started)
     return result
