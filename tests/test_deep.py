@@ -388,3 +388,30 @@ def test_deep_config_is_checked(env: Env, config: dict[str, Any], message: str) 
     env.write_config(config)
     r = env.call("smart_search", {"query": QUERY, "agent_id": AGENT, "mode": "deep"})
     assert (r["error_code"], r["error"]) == ("config_error", "Config key " + message)
+
+
+# --- the argument form -------------------------------------------------------------------------
+
+
+def test_argument_form_carries_mode_and_filters() -> None:
+    from smart_search import contract
+    from smart_search.argforms import build_request
+
+    argv = ["httpx timeout", "--agent-id", "tech-news", "--mode", "deep", "--count", "5",
+            "--freshness", "week", "--country", "de", "--language", "de"]  # fmt: skip
+    request = build_request("search", argv)
+    assert request == {
+        "tool": "smart_search",
+        "args": {"query": "httpx timeout", "agent_id": "tech-news", "mode": "deep", "count": 5,
+                 "freshness": "week", "country": "de", "language": "de"},
+    }  # fmt: skip
+    contract.check("smart_search.args.json", request["args"])
+
+
+def test_argument_form_bad_count_gets_the_contracts_message(env: Env) -> None:
+    from smart_search.argforms import build_request
+
+    request = build_request("search", ["q", "--agent-id", "a", "--count", "many"])
+    assert request is not None and request["args"]["count"] == "many"
+    r = env.call("smart_search", request["args"])
+    assert r["error"] == 'Invalid count: "many". Use an integer from 1 to 20.'
