@@ -415,3 +415,43 @@ def test_argument_form_bad_count_gets_the_contracts_message(env: Env) -> None:
     assert request is not None and request["args"]["count"] == "many"
     r = env.call("smart_search", request["args"])
     assert r["error"] == 'Invalid count: "many". Use an integer from 1 to 20.'
+
+
+# --- concurrent processes -------------------------------------------------------------------------
+
+
+@pytest.mark.multiprocess
+def test_concurrent_deep_calls_never_overspend(env: Env, fake: FakeServer) -> None:
+    """Six deep calls as real processes at once, Brave with 2 units left in all (no direct
+    headroom, no pool) and Gemini with none: exactly 2 Brave units are spent, and every unit the
+    ledger counts is reported by some call's attempts."""
+    import concurrent.futures
+    import subprocess
+    import sys
+
+    configure(
+        env,
+        fake,
+        deep_max_units=4,
+        agent_allocations={"tech-news": {"gemini": 0, "brave": 2}},
+        providers={"brave": {"daily_limit": 2}, "gemini": {"daily_limit": 0}},
+    )
+    answer_all(fake, delay=0.05)
+    call = json.dumps(
+        {"tool": "smart_search", "args": {"query": QUERY, "agent_id": AGENT, "mode": "deep"}}
+    ).encode()
+
+    def one(_: int) -> dict[str, Any]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "smart_search"], input=call, capture_output=True,
+            env=env.environ, cwd=str(env.root), timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 0 and proc.stderr == b"", proc.stderr[-2000:]
+        return json.loads(proc.stdout)
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(one, range(6)))
+    reported = sum(a["units"] for r in results for a in r["attempts"])
+    assert used(env) == {"gemini": 0, "brave": 2} and reported == 2
+    assert len(fake.requests_to(BRAVE_PATH)) == 2 and not fake.requests_to(GEMINI_PATH)
+    assert all(r["error"] is None for r in results)  # the web leg answered every call
