@@ -80,15 +80,15 @@ def smart_search(
     )
     try:
         outcome = run_tiers(planner.plan(agent_id, query, settings, routed), run)
-        snapshot = ledger.snapshot()
+        snapshot = _snapshot(ledger, settings)
     except SearchError as err:
         result = failure_result("smart_search", err)
         _log(settings, day, agent_id, query, force, result, started)
         return result
 
-    overcommit = quota.overcommit_warning(snapshot, ledger.ceilings)
+    overcommit = None if snapshot is None else quota.overcommit_warning(snapshot, ledger.ceilings)
     remaining = outcome.queries_remaining
-    if remaining is None:
+    if remaining is None and snapshot is not None:
         remaining = quota.allocation_remaining(snapshot, ledger.ceilings, agent_id, routed)
     if outcome.error is not None:
         result = failure_result("smart_search", outcome.error, remaining)
@@ -114,6 +114,19 @@ def smart_search(
     result["attempts"] = [a.as_dict() for a in outcome.attempts]
     _log(settings, day, agent_id, query, force, result, started)
     return result
+
+
+def _snapshot(ledger: Ledger, settings: Settings) -> dict[str, Any] | None:
+    """The ledger after the walk; None when the shared store is away and the operator chose
+    `on_unavailable: "web_only"` (a web answer is still returned, without quota figures)."""
+    from .errors import StateUnavailable
+
+    try:
+        return ledger.snapshot()
+    except StateUnavailable:
+        if settings.state_backend.get("on_unavailable") != "web_only":
+            raise
+        return None
 
 
 def _log(

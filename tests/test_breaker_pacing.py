@@ -108,6 +108,7 @@ except CircuitOpen:
 """
 
 
+@pytest.mark.files_only
 def test_exactly_one_half_open_trial_across_processes(env: Env) -> None:
     env.write_config({"circuit_reset_seconds": 60, "lock_timeout_ms": 20000})
     env.state_dir.mkdir(parents=True)
@@ -186,6 +187,7 @@ def test_pacing_spaces_requests_across_processes(env: Env) -> None:
     assert stamps[-1] - stamps[0] < 0.25 * 5 + 1.0  # waits only the remainder, not more
 
 
+@pytest.mark.files_only
 def test_pacing_sleeps_until_the_slot_not_for_a_duration_measured_under_the_lock(
     env: Env,
 ) -> None:
@@ -221,6 +223,7 @@ def test_pacing_never_waits_past_the_deadline(env: Env) -> None:
     wait_for_slot(s, "google", time.monotonic() + 1.0)  # engines are paced separately
 
 
+@pytest.mark.files_only
 @pytest.mark.parametrize(
     "content",
     [b"{torn", b"[]", b'{"gemini": "open", "google": {"state": "open", "opened_at": "soon"}}'],
