@@ -45,6 +45,9 @@ INSTALL_HINT = (
     "Install it with: pip install 'smart-search[redis]' (or: pip install 'redis>=5')."
 )
 
+# How long a store that could not reach its server fails at once before trying it again.
+DOWN_FOR_S = 2.0
+
 # Evict expired entries, then least-recently-used ones, after storing one entry. Keys the script
 # derives (other entries) sit under the same prefix on the same server (no Redis Cluster).
 _PUT = """
@@ -158,6 +161,10 @@ class RedisStore:
         )
         self._scripts: dict[str, Any] = {}
         self._fallback: Any = None
+        # After a failure to reach the server, further operations of this store fail at once
+        # for a moment instead of each waiting out lock_timeout_ms again (one call touches
+        # breaker, pacing and ledger several times).
+        self._down: tuple[float, StateUnavailable] | None = None
 
     # -- documents -------------------------------------------------------------------------------
     def key(self, name: str) -> str:
@@ -183,6 +190,7 @@ class RedisStore:
             raise
 
     def _update(self, name: str, change: Change[T]) -> T:
+        self._check_down()
         key = self.key(name)
         ttl_ms = int(DOCUMENTS[name].ttl_s * 1000) if DOCUMENTS[name].ttl_s else None
         deadline = time.monotonic() + self.timeout_s
@@ -348,12 +356,25 @@ class RedisStore:
         return script
 
     def _call(self, fn: Any) -> Any:
+        self._check_down()
         try:
             return fn()
         except self._redis.RedisError as exc:
             raise self._unavailable(exc) from None
 
+    def _check_down(self) -> None:
+        if self._down is not None:
+            until, err = self._down
+            if time.monotonic() < until:
+                raise StateUnavailable(err.message)
+            self._down = None
+
     def _unavailable(self, exc: Exception) -> StateUnavailable:
+        err = self._describe(exc)
+        self._down = (time.monotonic() + DOWN_FOR_S, err)
+        return err
+
+    def _describe(self, exc: Exception) -> StateUnavailable:
         errors = self._redis.exceptions
         if isinstance(exc, errors.TimeoutError):
             why = "it did not answer within lock_timeout_ms"
