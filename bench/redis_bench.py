@@ -36,12 +36,18 @@ PY = sys.executable
 SKILL = [PY, "-E", "-s", "-m", "smart_search"]
 FLOOR_CODE = "import orjson, redis"
 FLOOR = [PY, "-I", "-c", FLOOR_CODE]
+FILE_FLOOR = "import filelock, orjson"  # the file backend's floor (bench/bench.py)
 
 RESERVE_ONE = (
-    "import os, sys\n"
+    "import os, sys, time\n"
     "from smart_search.config import load_settings\n"
     "from smart_search.ledger import Ledger\n"
-    "Ledger(load_settings(os.environ)).reserve(sys.argv[1], 'brave')\n"
+    "ledger = Ledger(load_settings(os.environ))  # opens the store: the redis client if set\n"
+    "if ledger.store.kind == 'files':\n"
+    "    import filelock  # what the file backend's first update imports\n"
+    "started = time.perf_counter()\n"
+    "ledger.reserve(sys.argv[1], 'brave')\n"
+    "print(time.perf_counter() - started)\n"
 )
 RESERVE = [PY, "-E", "-s", "-c", RESERVE_ONE, "cron"]
 
@@ -105,16 +111,27 @@ def cold_calls(tmp: Path, url: str, runs: int) -> list[str]:
     return lines
 
 
-def burst_once(envs: list[dict[str, str]], count: int) -> float:
+def burst_once(
+    envs: list[dict[str, str]],
+    count: int,
+    cmd: list[str] = RESERVE,
+    steps: list[float] | None = None,
+) -> float:
+    """Wall time of `count` processes started at once; `steps` gets each one's printed
+    seconds (for RESERVE: the time inside Ledger(...).reserve, the shared-state step)."""
     started = time.perf_counter()
     procs = [
-        subprocess.Popen(RESERVE, env=envs[i % len(envs)], cwd=REPO, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            cmd, env=envs[i % len(envs)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         for i in range(count)
     ]
     for proc in procs:
-        _, err = proc.communicate()
+        out, err = proc.communicate()
         if proc.returncode != 0:
             raise SystemExit(f"a reservation failed:\n{err.decode()[-2000:]}")
+        if steps is not None:
+            steps.append(float(out))
     return time.perf_counter() - started
 
 
@@ -124,7 +141,9 @@ def used(env: dict[str, str]) -> int:
 
 
 def bursts(tmp: Path, url: str, count: int, hosts: int, rounds: int) -> list[str]:
-    walls: dict[str, list[float]] = {"files": [], "redis": []}
+    walls: dict[str, list[float]] = {"files": [], "redis": [], "files floor": [],
+                                     "redis floor": []}  # fmt: skip
+    steps: dict[str, list[float]] = {"files": [], "redis": []}
     exact = True
     for r in range(rounds):
         config = {
@@ -139,16 +158,28 @@ def bursts(tmp: Path, url: str, count: int, hosts: int, rounds: int) -> list[str
             for h in range(hosts)
         ]
         for kind, envs in (("files", files), ("redis", fleet)):
-            walls[kind].append(burst_once(envs, count))
+            walls[kind].append(burst_once(envs, count, steps=steps[kind]))
             exact = exact and all(used(env) == count for env in envs)
-    files_wall = statistics.median(walls["files"])
-    redis_wall = statistics.median(walls["redis"])
+        walls["files floor"].append(burst_once(files, count, [PY, "-I", "-c", FILE_FLOOR]))
+        walls["redis floor"].append(burst_once(fleet, count, FLOOR))
+    wall = {kind: statistics.median(values) for kind, values in walls.items()}
+    files_wall, redis_wall = wall["files"], wall["redis"]
     ok = "  ok" if redis_wall <= files_wall else "  OVER the file backend"
     return [
         f"\n## Burst: {count} processes at once, one reservation each (median of {rounds})",
-        f"{'file backend, one host':58} {files_wall * 1000:10.1f} ms",
-        f"{f'redis backend, {hosts} hosts':58} {redis_wall * 1000:10.1f} ms"
-        f"  ({redis_wall / files_wall:.2f}x){ok}",
+        f"{'command':58} {'wall ms':>10} {'x its floor':>12}",
+        f"{f'floor: {count} x python -I -c {FILE_FLOOR!r}':58} {wall['files floor'] * 1000:10.1f}",
+        f"{f'floor: {count} x python -I -c {FLOOR_CODE!r}':58} {wall['redis floor'] * 1000:10.1f}",
+        f"{'file backend, one host':58} {files_wall * 1000:10.1f} "
+        f"{files_wall / wall['files floor']:12.2f}",
+        f"{f'redis backend, {hosts} hosts':58} {redis_wall * 1000:10.1f} "
+        f"{redis_wall / wall['redis floor']:12.2f}",
+        f"redis burst / file burst: {redis_wall / files_wall:.2f}x{ok}",
+        *(
+            f"time inside reserve() (imports done), {kind}: median {statistics.median(v) * 1000:.1f} ms, "
+            f"max {max(v) * 1000:.1f} ms"
+            for kind, v in steps.items()
+        ),
         f"counters exact ({count} used, seen from every host, every round): "
         + ("yes" if exact else "NO"),
     ]
