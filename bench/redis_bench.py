@@ -176,8 +176,8 @@ def bursts(tmp: Path, url: str, count: int, hosts: int, rounds: int) -> list[str
         f"{redis_wall / wall['redis floor']:12.2f}",
         f"redis burst / file burst: {redis_wall / files_wall:.2f}x{ok}",
         *(
-            f"time inside reserve() (imports done), {kind}: median {statistics.median(v) * 1000:.1f} ms, "
-            f"max {max(v) * 1000:.1f} ms"
+            f"time inside reserve() (imports done), {kind}: "
+            f"median {statistics.median(v) * 1000:.1f} ms, max {max(v) * 1000:.1f} ms"
             for kind, v in steps.items()
         ),
         f"counters exact ({count} used, seen from every host, every round): "
