@@ -22,13 +22,25 @@ import pytest
 NO_SERVER = "no redis-server binary on PATH (Debian: apt-get install redis-server)"
 
 
+NO_CLIENT = "the redis client is not installed (pip install 'smart-search[test]' or 'redis>=5')"
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+        pytest.fail(f"CI must run the Redis tests, but {reason}")
+    pytest.skip(reason)
+
+
 def server_binary() -> str:
-    """The redis-server path; skips (fails under CI) when there is none."""
+    """The redis-server path; skips (fails under CI) when there is none, or no client."""
+    import importlib.util
+
+    if importlib.util.find_spec("redis") is None:
+        _unavailable(NO_CLIENT)
     found = shutil.which("redis-server")
     if found is None:
-        if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
-            pytest.fail(f"CI must run the Redis tests, but there is {NO_SERVER}")
-        pytest.skip(NO_SERVER)
+        _unavailable(f"there is {NO_SERVER}")
+    assert found is not None
     return found
 
 
