@@ -158,6 +158,9 @@ class RedisStore:
             retry=Retry(NoBackoff(), 0),
             retry_on_timeout=False,
             health_check_interval=0,
+            # RESP2: no HELLO round trip when a one-shot call connects, and servers older
+            # than Redis 6 still understood.
+            protocol=2,
         )
         self._scripts: dict[str, Any] = {}
         self._fallback: Any = None
