@@ -9,6 +9,7 @@ can never pass by skipping the Redis half of the contract suite.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -77,6 +78,7 @@ class RedisServer:
         log = open(self.dir / "redis.log", "ab")  # noqa: SIM115 - closed with the process
         self.proc = subprocess.Popen(args, stdout=log, stderr=log, start_new_session=True)
         log.close()
+        atexit.register(self.stop)  # never outlive the test run, whatever happens to it
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
