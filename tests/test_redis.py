@@ -242,57 +242,70 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     return open_store(env.settings())
 
 
-def entry(value: bytes, at: float, ttl: float = 60.0) -> CacheEntry:
+def entry(value: bytes, ttl: float = 60.0) -> CacheEntry:
+    at = tick()
     return CacheEntry(value, at, at + ttl)
 
 
+def tick() -> float:
+    """The wall clock, strictly later than at the last tick: the contract runs on real time, so
+    a backend may take "now" from the entry, the argument or its own clock alike."""
+    time.sleep(0.01)
+    return time.time()
+
+
 def test_cache_get_put_expiry(store: Any) -> None:
-    assert store.cache_get("k", 1000.0) is None
-    store.cache_put("k", entry(b"v1", 1000.0, 60), max_entries=10, max_bytes=1000)
-    assert store.cache_get("k", 1030.0) == CacheEntry(b"v1", 1000.0, 1060.0)
-    assert store.cache_get("k", 1060.0) is None  # expired at its expiry time
-    store.cache_put("k", entry(b"v22", 1001.0), max_entries=10, max_bytes=1000)
-    assert store.cache_get("k", 1002.0).value == b"v22"  # replaced
+    assert store.cache_get("k", tick()) is None
+    first = entry(b"v1", 60)
+    store.cache_put("k", first, max_entries=10, max_bytes=1000)
+    assert store.cache_get("k", tick()) == first
+    assert store.cache_get("k", first.expires_at) is None  # expired at its expiry time
+    store.cache_put("k", entry(b"v22"), max_entries=10, max_bytes=1000)
+    assert store.cache_get("k", tick()).value == b"v22"  # replaced
     assert store.cache_size() == (1, 3)
 
 
 def test_cache_evicts_least_recently_used_by_count_and_bytes(store: Any) -> None:
-    for i, key in enumerate("abc"):
-        store.cache_put(key, entry(b"x" * 10, 1000.0 + i), max_entries=3, max_bytes=1000)
-    assert store.cache_get("a", 1010.0) is not None  # a is now the most recently used
-    store.cache_put("d", entry(b"x" * 10, 1011.0), max_entries=3, max_bytes=1000)
-    assert [k for k in "abcd" if store.cache_get(k, 1012.0)] == ["a", "c", "d"]
-    store.cache_put("e", entry(b"y" * 25, 1013.0), max_entries=10, max_bytes=40)
+    for key in "abc":
+        store.cache_put(key, entry(b"x" * 10), max_entries=3, max_bytes=1000)
+    assert store.cache_get("a", tick()) is not None  # a is now the most recently used
+    store.cache_put("d", entry(b"x" * 10), max_entries=3, max_bytes=1000)
+    now = tick()
+    assert [k for k in "abcd" if store.cache_get(k, now)] == ["a", "c", "d"]
+    store.cache_put("e", entry(b"y" * 25), max_entries=10, max_bytes=40)
     assert store.cache_size() == (2, 35)
-    assert store.cache_get("e", 1014.0) is not None
+    assert store.cache_get("e", tick()) is not None
     assert store.cache_clear() == 2
     assert store.cache_size() == (0, 0)
-    assert store.cache_get("e", 1014.0) is None
+    assert store.cache_get("e", tick()) is None
 
 
 def test_expired_entries_go_first(store: Any) -> None:
-    store.cache_put("old", entry(b"o", 1000.0, 5), max_entries=2, max_bytes=100)
-    store.cache_put("new", entry(b"n", 1001.0, 60), max_entries=2, max_bytes=100)
-    assert store.cache_get("old", 1002.0) is not None  # most recently used, but expires first
-    store.cache_put("third", entry(b"t", 1010.0, 60), max_entries=2, max_bytes=100)
-    assert store.cache_get("new", 1011.0) is not None
-    assert store.cache_get("third", 1011.0) is not None
+    store.cache_put("old", entry(b"o", 2.0), max_entries=2, max_bytes=100)
+    store.cache_put("new", entry(b"n"), max_entries=2, max_bytes=100)
+    assert store.cache_get("old", tick()) is not None  # most recently used, but expiring
+    time.sleep(2.2)  # old has expired now
+    store.cache_put("third", entry(b"t"), max_entries=2, max_bytes=100)
+    now = tick()
+    assert store.cache_get("new", now) is not None
+    assert store.cache_get("third", now) is not None
     assert store.cache_size() == (2, 2)
 
 
 def test_leases_single_owner_expiry_release(store: Any) -> None:
-    assert store.lease_claim("k", "a", 10.0, 1000.0)
-    assert not store.lease_claim("k", "b", 10.0, 1005.0)
-    assert store.lease_claim("k", "a", 10.0, 1005.0)  # the owner again: still its own
-    assert store.lease_holder("k", 1006.0) == "a"
-    assert store.lease_claim("k", "b", 10.0, 1016.0)  # a's lease ran out at 1015
+    base = time.time()
+    assert store.lease_claim("k", "a", 10.0, base)
+    assert not store.lease_claim("k", "b", 10.0, base + 5)
+    assert store.lease_claim("k", "a", 10.0, base + 5)  # the owner again: still its own
+    assert store.lease_holder("k", base + 6) == "a"
+    assert store.lease_claim("k", "b", 10.0, base + 16)  # a's lease ran out at base + 15
     store.lease_release("k", "a")  # not a's any more: nothing happens
-    assert store.lease_holder("k", 1017.0) == "b"
+    assert store.lease_holder("k", base + 17) == "b"
     store.lease_release("k", "b")
-    assert store.lease_holder("k", 1017.0) is None
-    assert store.lease_claim("k", "c", 10.0, 1017.0)
+    assert store.lease_holder("k", base + 17) is None
+    assert store.lease_claim("k", "c", 10.0, base + 17)
     store.cache_clear()  # leases go with the cache
-    assert store.lease_holder("k", 1018.0) is None
+    assert store.lease_holder("k", base + 18) is None
 
 
 # --- many hosts ----------------------------------------------------------------------------------
