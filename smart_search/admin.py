@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from . import quota
-from .errors import InvalidInput, SearchError
+from .errors import InvalidInput, SearchError, StateCorrupt
 
 EXPORT_FORMAT = "smart-search/state@1"
 USAGE = "usage: smart-search state export\n       smart-search state import [--add] FILE\n"
@@ -107,7 +107,13 @@ def _import(path: str, *, add: bool) -> Document:
         ledger = Ledger(settings, store)
         now = time.time()
         # Checked (and converted from older versions) before the target is touched.
-        incoming = ledger._current(documents["quota"], now)
+        try:
+            incoming = ledger._current(documents["quota"], now)
+        except StateCorrupt:
+            raise InvalidInput(
+                f"The quota ledger in {path} is damaged or of an unknown version; nothing was "
+                "imported."
+            ) from None
 
         def fold(current: Document | None) -> tuple[Document, None]:
             return merge_quota(ledger._current(current, time.time()), incoming, add=add), None

@@ -712,8 +712,20 @@ def test_export_from_redis_imports_into_files_and_add_folds_a_second_ledger(
     bad.write_text("[1, 2]")
     refused = cli(files, "state", "import", str(bad))
     assert refused.returncode == 1 and b"neither a state export" in refused.stderr
+    bad.write_text(json.dumps({"format": "smart-search/quota@2", "date": 7}))
+    refused = cli(files, "state", "import", str(bad))
+    assert refused.returncode == 1 and b"damaged or of an unknown version" in refused.stderr
     assert files.call("search_quota_status")["providers"]["gemini"]["used"] == 5
     assert cli(files, "state", "frobnicate").returncode == 2
+
+
+def test_state_commands_name_an_unreachable_store_without_its_password(env: Env) -> None:
+    url = f"redis://:hunter2-pw@127.0.0.1:{free_port()}/0"
+    env.write_config({"lock_timeout_ms": 500, "state_backend": {"kind": "redis", "url": url}})
+    out = cli(env, "state", "export")
+    assert out.returncode == 1 and out.stdout == b""
+    assert b"(state_unavailable)" in out.stderr and b"redis://:***@127.0.0.1:" in out.stderr
+    assert b"hunter2" not in out.stderr
 
 
 def test_merge_keeps_the_later_window_and_never_lowers() -> None:
