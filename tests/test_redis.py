@@ -529,18 +529,29 @@ def test_unreachable_store_refuses_the_call_before_any_request(
         assert status["error_code"] == "state_unavailable"
 
 
-def test_web_only_answers_from_the_web_while_the_store_is_down(env: Env) -> None:
+@pytest.mark.parametrize("fault", ["down", "hung"])
+def test_web_only_answers_from_the_web_while_the_store_is_away(
+    env: Env, server: RedisServer, fault: str
+) -> None:
     with FakeServer() as fake:
         fake.route("/res/v1/web/search", Reply(200, json={"web": {"results": []}}))
         fake.route("/html/", Reply(200, body=DDG_PAGE.read_bytes()))
-        api_fleet_config(env, f"redis://127.0.0.1:{free_port()}/0", fake, on_unavailable="web_only")
-        result = env.call("smart_search", {"query": "caffeine", "agent_id": "tech"})
+        api_fleet_config(env, server.url, fake, on_unavailable="web_only")
+        (server.kill if fault == "down" else server.pause)()
+        try:
+            started = time.monotonic()
+            result = env.call("smart_search", {"query": "caffeine", "agent_id": "tech"})
+            elapsed = time.monotonic() - started
+        finally:
+            server.resume() if fault == "hung" else None
         assert result["error"] is None and result["web_fetch_engine"] == "duckduckgo"
         brave, gemini = result["attempts"][:2]
         assert (brave["outcome"], brave["error_code"]) == ("skipped", "state_unavailable")
         assert gemini["error_code"] == "not_configured"
         assert fake.requests_to("/res/v1/web/search") == []
         assert result["queries_remaining"] is None
+    # A hung server costs a bounded wait (lock_timeout_ms is 0.5 s here), never a hang.
+    assert elapsed < 20
     # Pacing and the breaker fell back to this host's own state directory.
     assert (env.state_dir / "search-pacing.json").exists()
 
