@@ -640,7 +640,38 @@ def _state_backend(section: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             'Config key "state_backend.on_unavailable" must be "refuse" or "web_only".'
         )
-    return {**backend, "kind": kind, "on_unavailable": on_unavailable}
+    out = {**backend, "kind": kind, "on_unavailable": on_unavailable}
+    if kind == "redis":
+        out.update(_redis_backend(backend))
+    return out
+
+
+def _redis_backend(backend: dict[str, Any]) -> dict[str, Any]:
+    """`url` (redis:// or rediss://, required) and `prefix` of a Redis state backend. Messages
+    never quote the URL: it may carry a password (`${VAR}` is substituted like every string)."""
+    from urllib.parse import urlsplit
+
+    url = backend.get("url")
+    if not isinstance(url, str) or not url:
+        raise ConfigError(
+            'Config key "state_backend.url" is required for kind "redis" '
+            "(redis://host:6379/0 or rediss://...)."
+        )
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("redis", "rediss") or not parts.hostname:
+        raise ConfigError(
+            'Config key "state_backend.url" must be a redis:// or rediss:// URL with a host.'
+        )
+    prefix = backend.get("prefix", "smart-search")
+    if not isinstance(prefix, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}", prefix):
+        raise ConfigError(
+            'Config key "state_backend.prefix" must be 1-64 letters, digits, ".", "_", ":" or "-".'
+        )
+    return {"url": url, "prefix": prefix}
 
 
 # cache.<key>: (default, minimum, maximum); `cache.enabled` is a boolean (default true).

@@ -40,6 +40,7 @@ from .errors import (
     QuotaExhausted,
     SearchError,
     StateError,
+    StateUnavailable,
     Timeout,
     error_class,
 )
@@ -239,6 +240,11 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
         return _record(tier, started, "skipped", err), None
     try:
         first, remaining = run.ledger.reserve(run.agent_id, provider)
+    except StateUnavailable as err:
+        if run.settings.state_backend.get("on_unavailable") != "web_only":
+            raise
+        # The operator chose web_only: no API tier without the shared ledger; web tiers go on.
+        return _record(tier, started, "skipped", err), None
     except StateError:
         raise
     except SearchError as err:

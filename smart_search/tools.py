@@ -102,15 +102,15 @@ def smart_search(
             outcome, answer = run_deep(run, routed)
         else:
             outcome = run_tiers(planner.plan(agent_id, query, settings, routed), run)
-        snapshot = ledger.snapshot()
+        snapshot = _snapshot(ledger, settings)
     except SearchError as err:
         result = failure_result("smart_search", err)
         _log(settings, day, agent_id, query, force, result, started)
         return result
 
-    overcommit = quota.overcommit_warning(snapshot, ledger.ceilings)
+    overcommit = None if snapshot is None else quota.overcommit_warning(snapshot, ledger.ceilings)
     remaining = outcome.queries_remaining
-    if remaining is None:
+    if remaining is None and snapshot is not None:
         remaining = quota.allocation_remaining(snapshot, ledger.ceilings, agent_id, routed)
     if outcome.error is not None:
         result = failure_result("smart_search", outcome.error, remaining)
@@ -157,6 +157,19 @@ def smart_search(
     saved = flight.units_saved if flight is not None and result["cached"] else 0
     _log(settings, day, agent_id, query, force, result, started, saved)
     return result
+
+
+def _snapshot(ledger: Ledger, settings: Settings) -> dict[str, Any] | None:
+    """The ledger after the walk; None when the shared store is away and the operator chose
+    `on_unavailable: "web_only"` (a web answer is still returned, without quota figures)."""
+    from .errors import StateUnavailable
+
+    try:
+        return ledger.snapshot()
+    except StateUnavailable:
+        if settings.state_backend.get("on_unavailable") != "web_only":
+            raise
+        return None
 
 
 def _log(
