@@ -58,6 +58,7 @@ LOG_FILE = re.compile(r"search-(\d{4}-\d{2}-\d{2})\.jsonl(?:\.(\d{1,6}))?(\.gz)?
 _AGENT_ID = re.compile(r"[a-z0-9-]+")
 _TIER_OF_PROVIDER = {"gemini": "gemini", "brave": "brave", "cache": "cache"}
 _SOURCE_INDEX = {s: i for i, s in enumerate(SOURCES)}
+_OUTCOME_INDEX = {o: i for i, o in enumerate(OUTCOMES)}
 
 
 class ReportError(Exception):
@@ -284,91 +285,97 @@ class Aggregator:
     def _line(
         self, rec: dict[str, Any], day: str, agent: str, success: bool, provider: Any, counted: bool
     ) -> None:
-        cached = rec.get("cached") is True
-        quota_source = rec.get("quota_source")
-        attempts = rec.get("attempts")
+        get = rec.get
+        cached = get("cached") is True
+        quota_source = get("quota_source")
+        attempts = get("attempts")
         if type(attempts) is not list:
             attempts = ()
-        # (provider, source, units) charged by this call
+        bucket = None
+        if counted:
+            bucket = self.buckets.get((day, agent))
+            if bucket is None:
+                bucket = self.buckets[(day, agent)] = Bucket()
+        # (provider, source, units) charged by this call; one pass over the attempts collects
+        # the charges and, for a counted line, the tier outcomes.
         charges: list[tuple[str, Any, int]] = []
         attempt_units = False
         for att in attempts:
-            if type(att) is dict and "units" in att:
+            if type(att) is not dict:
+                continue
+            p = att.get("provider")
+            if "units" in att:
                 attempt_units = True
                 units = att["units"]
-                p = att.get("provider")
-                if type(units) is int and units > 0 and p in PROVIDERS:
+                if type(units) is int and units > 0 and (p == "gemini" or p == "brave"):
                     charges.append((p, att.get("quota_source") or quota_source, units))
-        if not attempt_units and provider in PROVIDERS:
-            units = rec.get("units")
+            if bucket is None:
+                continue
+            outcome = att.get("outcome")
+            index = _OUTCOME_INDEX.get(outcome) if type(outcome) is str else None
+            if index is None:
+                continue
+            tier = _TIER_OF_PROVIDER.get(p) if type(p) is str else None
+            if tier is None:
+                tier = _tier_name(att)
+            counts = bucket.tiers.get(tier)
+            if counts is None:
+                counts = bucket.tiers[tier] = [0, 0, 0, 0]
+            counts[index] += 1
+            retries = att.get("retries")
+            if type(retries) is int and retries > 0:
+                counts[3] += retries
+            if index != 2:
+                latency = att.get("latency_ms")
+                if (type(latency) is float or type(latency) is int) and latency >= 0:
+                    lat = bucket.tier_latency.get(tier)
+                    if lat is None:
+                        bucket.tier_latency[tier] = [latency]
+                    else:
+                        lat.append(latency)
+        if not attempt_units and (provider == "gemini" or provider == "brave"):
+            units = get("units")
             if type(units) is not int or units < 0:
-                api_source = quota_source not in (None, "none")
+                api_source = quota_source is not None and quota_source != "none"
                 units = 1 if api_source and not cached else 0
             if units:
                 charges.append((provider, quota_source, units))
         if charges:
-            local = self._local_days_of(rec.get("timestamp"))
+            local = self._local_days_of(get("timestamp"))
             budget = self.budget_units
             for p, _source, units in charges:
                 key = (p, local[p] if local is not None else day)
                 budget[key] = budget.get(key, 0) + units
-        if not counted:
-            return
-        bucket = self.buckets.get((day, agent))
         if bucket is None:
-            bucket = self.buckets[(day, agent)] = Bucket()
+            return
         bucket.searches += 1
-        if rec.get("mode") == "deep":
+        if get("mode") == "deep":
             bucket.deep += 1
-        if rec.get("fallback_used") is True:
+        if get("fallback_used") is True:
             bucket.fallback += 1
         if cached:
             bucket.cache_hits += 1
-            saved = rec.get("units_saved")
+            saved = get("units_saved")
             if type(saved) is int and saved > 0:
                 bucket.units_saved += saved
         if success:
             bucket.succeeded += 1
             if provider == "web_fetch" and not cached:
-                engine = rec.get("web_fetch_engine")
+                engine = get("web_fetch_engine")
                 engine = engine if type(engine) is str and engine else "unknown"
                 bucket.web[engine] = bucket.web.get(engine, 0) + 1
         else:
-            code = rec.get("error_code")
+            code = get("error_code")
             code = code if type(code) is str and code else "unknown"
             bucket.failures[code] = bucket.failures.get(code, 0) + 1
         for p, source, units in charges:
             row = bucket.units.get(p)
             if row is None:
                 row = bucket.units[p] = [0, 0, 0, 0]
-            row[_SOURCE_INDEX.get(source, 3)] += units
-        latency = rec.get("latency_ms")
-        if type(latency) in (int, float) and latency >= 0:
+            row[_SOURCE_INDEX.get(source, 3) if type(source) is str else 3] += units
+        latency = get("latency_ms")
+        if (type(latency) is float or type(latency) is int) and latency >= 0:
             bucket.call_latency.append(latency)
-        for att in attempts:
-            if type(att) is not dict:
-                continue
-            outcome = att.get("outcome")
-            if outcome not in OUTCOMES:
-                continue
-            tier = _tier_name(att)
-            counts = bucket.tiers.get(tier)
-            if counts is None:
-                counts = bucket.tiers[tier] = [0, 0, 0, 0]
-            retries = att.get("retries")
-            if type(retries) is int and retries > 0:
-                counts[3] += retries
-            if outcome == "skipped":
-                counts[2] += 1
-                continue
-            counts[0 if outcome == "success" else 1] += 1
-            latency = att.get("latency_ms")
-            if type(latency) in (int, float) and latency >= 0:
-                lat = bucket.tier_latency.get(tier)
-                if lat is None:
-                    bucket.tier_latency[tier] = [latency]
-                else:
-                    lat.append(latency)
 
     def _local_days_of(self, stamp: Any) -> dict[str, str] | None:
         """Provider → its local day of `stamp`; None when the stamp says no time.
@@ -1023,18 +1030,14 @@ def _esc(text: Any) -> str:
     )
 
 
-def _nice_max(value: float) -> float:
-    """The smallest round top (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 × 10^k) at or above `value`.
-
-    Each splits into four round ticks. Counts never need less than 4 (ticks 1, 2, 3, 4).
-    """
-    if value <= 4:
-        return 4
-    exp = 10 ** math.floor(math.log10(value))
-    for step in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8):
-        if step * exp >= value:
-            return round(step * exp)
-    return 10 * exp
+def _scale(value: float) -> tuple[int, int]:
+    """(top, step) of a count axis: a 1, 2 or 5 × 10^k step, at most four steps to the top."""
+    if value <= 0:
+        return 4, 1
+    step = 1
+    while step * 4 < value:
+        step = step * 5 // 2 if str(step)[0] == "2" else step * 2  # 1, 2, 5, 10, 20, 50, ...
+    return step * math.ceil(value / step), step
 
 
 def _svg_open(title: str, key: str, legend: list[tuple[str, str, str]]) -> list[str]:
@@ -1059,12 +1062,11 @@ def _svg_open(title: str, key: str, legend: list[tuple[str, str, str]]) -> list[
     return parts
 
 
-def _y_axis(top: float, label: str) -> list[str]:
+def _y_axis(top: int, step: int, label: str) -> list[str]:
     plot_h = CHART_H - PAD_T - PAD_B
     parts = []
-    for i in range(5):
-        value = top * i / 4
-        y = CHART_H - PAD_B - plot_h * i / 4
+    for value in range(0, top + 1, step):
+        y = CHART_H - PAD_B - plot_h * value / top
         parts.append(
             f'<line x1="{PAD_L}" y1="{y:.1f}" x2="{CHART_W - PAD_R}" y2="{y:.1f}" '
             f'stroke="{COLORS["grid"]}"/>'
@@ -1092,13 +1094,13 @@ def stacked_bars(
 ) -> str:
     """Vertical stacked bars: one bar per label, one colored part per series."""
     totals = [sum(s[2][i] for s in series) for i in range(len(labels))]
-    top = _nice_max(max(totals, default=0))
+    top, step = _scale(max(totals, default=0))
     plot_w = CHART_W - PAD_L - PAD_R
     plot_h = CHART_H - PAD_T - PAD_B
     slot = plot_w / max(1, len(labels))
     bar_w = max(1.0, slot * 0.7)
     parts = _svg_open(title, key, [(name, color, "") for name, color, _ in series])
-    parts += _y_axis(top, unit)
+    parts += _y_axis(top, step, unit)
     parts.append('<g class="plot">')
     centers = []
     for i, label in enumerate(labels):
@@ -1165,7 +1167,7 @@ def burn_down(key: str, budget: dict[str, Any]) -> str:
     """Cumulative units over the month, the budget line, and the projection to month end."""
     days = budget["days_in_month"]
     used, limit, projected = budget["used"], budget["limit"], budget["projected"]
-    top = _nice_max(max(used, limit, projected or 0) * 1.05)
+    top, step = _scale(max(used, limit, projected or 0) * 1.05)
     plot_w = CHART_W - PAD_L - PAD_R
     plot_h = CHART_H - PAD_T - PAD_B
 
@@ -1183,7 +1185,7 @@ def burn_down(key: str, budget: dict[str, Any]) -> str:
     legend = [("used", color, ""), ("projection", "#333333", "6 4"),
               ("budget", COLORS["limit"], "2 3")]  # fmt: skip
     parts = _svg_open(title, key, legend)
-    parts += _y_axis(top, "units")
+    parts += _y_axis(top, step, "units")
     parts.append('<g class="plot">')
     daily = budget["daily"]
     points = [f"{px(0)},{py(0)}"]
@@ -1417,6 +1419,11 @@ def main(argv: list[str], *, now: float | None = None) -> int:
     except ReportError as err:
         sys.stderr.write(f"smart-search report: {err}\n")
         return 1
+    except BrokenPipeError:
+        # `smart-search report | head`: the reader has what it wanted; say nothing more.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 def _run(args: Any, parser: Any, now: float | None) -> int:

@@ -568,7 +568,8 @@ def test_svg_geometry_follows_the_numbers() -> None:
                                             r'height="([^"]+)" fill="#000000"><title>',
                                             svg)]  # fmt: skip
     assert len(heights) == 2 and heights[0] == pytest.approx(2 * heights[1], abs=0.11)
-    assert [report._nice_max(v) for v in (0, 3, 7, 10, 101, 5250)] == [4, 4, 8, 10, 120, 6000]
+    assert [report._scale(v) for v in (0, 3, 7, 10, 101, 150, 5250)] == [
+        (4, 1), (3, 1), (8, 2), (10, 5), (150, 50), (150, 50), (6000, 2000)]  # fmt: skip
 
 
 # --- robustness ------------------------------------------------------------------------------
@@ -841,6 +842,19 @@ def test_cli_bad_command_lines_exit_2_with_usage(env: Env, args: list[str], mess
     assert proc.stdout == ""
     assert proc.stderr.startswith("usage: smart-search report")
     assert message in proc.stderr
+
+
+def test_cli_into_a_closed_pipe_says_nothing(env: Env) -> None:
+    write_known_logs(env.state_dir)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "smart_search", "report", "--since", "2025-11-01", "--until",
+         "2025-12-31"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env.environ, cwd=str(env.root),
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # `| head -0`: the reader is gone before the report is written
+    assert proc.stderr.read() == b""
+    assert proc.wait(timeout=60) == 0
 
 
 def test_cli_help_is_usage_on_stdout(env: Env) -> None:

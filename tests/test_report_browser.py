@@ -240,8 +240,10 @@ def test_charts_are_drawn_in_their_colors(browser: Any, page: dict[str, Any]) ->
     assert ids == [f"chart-{key}" for key in CHART_COLORS]
     for key, colors in CHART_COLORS.items():
         box = browser.execute_script(
+            # The geometry's box, widened by 4 px for the strokes drawn on its edges.
             "const r = document.querySelector(arguments[0]).getBoundingClientRect();"
-            "return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height}",
+            "return {x: r.left + scrollX - 4, y: r.top + scrollY - 4, width: r.width + 8,"
+            " height: r.height + 8}",
             f"#chart-{key} g.plot",
         )
         assert box["width"] > 100 and box["height"] > 40, (key, box)
