@@ -380,21 +380,40 @@ class Aggregator:
     def _local_days_of(self, stamp: Any) -> dict[str, str] | None:
         """Provider → its local day of `stamp`; None when the stamp says no time.
 
-        Cached per minute of the stamp: every real zone offset is a whole number of minutes.
+        Cached per UTC hour when no provider's midnight falls inside that hour, else per minute
+        (every real zone offset is a whole number of minutes).
         """
         if type(stamp) is not str:
             return None
-        key = stamp[:16] if len(stamp) > 16 and stamp[-1] == "Z" else stamp
+        utc = len(stamp) > 16 and stamp[-1] == "Z"
+        if utc:
+            hour = self._local_days.get(stamp[:13], False)
+            if hour is False:
+                hour = self._hour(stamp[:13])
+            if hour is not None:
+                return hour
+        key = stamp[:16] if utc else stamp
         hit = self._local_days.get(key, False)
         if hit is not False:
             return hit  # type: ignore[return-value]
-        moment = _parse_stamp(key + ":00+00:00" if key is not stamp else stamp)
-        local = None
-        if moment is not None:
-            local = {p: moment.astimezone(zone).date().isoformat() for p, zone in self._zones}
+        local = self._days_at(_parse_stamp(key + ":00+00:00" if utc else stamp))
         if len(self._local_days) < 200_000:
             self._local_days[key] = local
         return local
+
+    def _hour(self, key: str) -> dict[str, str] | None:
+        """The hour's local days when they hold for all of it (cached), else None."""
+        start = _parse_stamp(key + ":00:00+00:00")
+        first = self._days_at(start)
+        if start is None or first != self._days_at(start + timedelta(minutes=59)):
+            first = None
+        self._local_days[key] = first
+        return first
+
+    def _days_at(self, moment: datetime | None) -> dict[str, str] | None:
+        if moment is None:
+            return None
+        return {p: moment.astimezone(zone).date().isoformat() for p, zone in self._zones}
 
     # --- shaping ---------------------------------------------------------------------------
 

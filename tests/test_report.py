@@ -468,6 +468,25 @@ def test_month_of_days_reads_from_the_first_of_the_month(tmp_path: Path) -> None
     assert doc["totals"]["searches"] == 3 and doc["lines"]["counted"] == 3
 
 
+def test_half_hour_zone_splits_an_hour_between_two_days(tmp_path: Path) -> None:
+    """Kolkata is UTC+5:30: its midnight falls at 18:30Z, inside one UTC hour."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = [
+        rec(stamp, "alpha", "gemini", source="agent_allocation")
+        for stamp in ("2025-11-30T18:20:00.000Z", "2025-11-30T18:40:00.000Z",
+                      "2025-11-30T18:50:00.000Z", "2025-11-30T23:59:00+05:30")
+    ]  # fmt: skip
+    (logs / "search-2025-11-30.jsonl").write_bytes(dumps(*lines))
+    window = known_window(ledger_timezone=None,
+                          reset_timezones={"gemini": "Asia/Kolkata", "brave": "UTC"})  # fmt: skip
+    doc = as_json(report.build_report(str(logs), window))
+    gemini = {b["month"]: b for b in doc["budgets"] if b["provider"] == "gemini"}
+    # November: 18:20Z (23:50 there) and 23:59+05:30; December: 18:40Z and 18:50Z.
+    assert gemini["2025-11"]["daily"][29] == {"day": "2025-11-30", "units": 2, "cumulative": 2}
+    assert gemini["2025-12"]["daily"][0] == {"day": "2025-12-01", "units": 2, "cumulative": 2}
+
+
 # --- text and HTML render the same numbers ---------------------------------------------------
 
 
