@@ -464,8 +464,7 @@ class Aggregator:
                 for d, bs in by_day.items()
             ],
             "by_agent": [
-                {"agent_id": a, **summarize(by_agent[a], tiers, engines)}
-                for a in sorted(by_agent)
+                {"agent_id": a, **summarize(by_agent[a], tiers, engines)} for a in sorted(by_agent)
             ],
             "budgets": budgets(self.budget_units, window),
         }
@@ -610,9 +609,7 @@ def budgets(budget_units: dict[tuple[str, str], int], window: Window) -> list[di
     return out
 
 
-def build_report(
-    directory: str, window: Window, files: FileStats | None = None
-) -> dict[str, Any]:
+def build_report(directory: str, window: Window, files: FileStats | None = None) -> dict[str, Any]:
     """Read `directory` (a logs directory) for `window`; the report document."""
     files = files or FileStats()
     by_day = list_log_files(directory, files)
@@ -956,9 +953,7 @@ def _latency_table(
         return out
 
     body = [cells(label_of(r[key]), r) for r in rows] + [cells("total", report["totals"])]
-    return Table(
-        f"{label}-latency", f"Latency by {label} (ms, p50/p95)", columns, body, total=True
-    )
+    return Table(f"{label}-latency", f"Latency by {label} (ms, p50/p95)", columns, body, total=True)
 
 
 def _failures_by_table(rows: list[dict[str, Any]], key: str, label: str) -> Table:
@@ -1337,8 +1332,7 @@ def render_html(report: dict[str, Any]) -> str:
             for n, row in enumerate(table.rows):
                 css = ' class="total"' if table.total and n == len(table.rows) - 1 else ""
                 cells = "".join(
-                    f"<td{_LEFT if left[i] else ''}>{_esc(c)}</td>"
-                    for i, c in enumerate(row)
+                    f"<td{_LEFT if left[i] else ''}>{_esc(c)}</td>" for i, c in enumerate(row)
                 )
                 parts.append(f"<tr{css}>{cells}</tr>")
             parts.append("</tbody></table>")
@@ -1515,4 +1509,3 @@ def _write_page(path: str, page: str) -> None:
         except OSError:
             pass
         raise ReportError(f"cannot write {path}: {err.strerror or err}") from None
-

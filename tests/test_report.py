@@ -800,6 +800,53 @@ def test_cli_json_is_the_library_report(env: Env) -> None:
     assert doc["budgets"] == BUDGETS and doc["lines"] == LINES and doc["files"] == FILES
 
 
+def test_report_of_real_searches(env: Env) -> None:
+    """Lines written by real smart_search calls (loopback fakes) are counted as they happened."""
+    from fakes import FakeServer, Reply, fixture_bytes
+
+    with FakeServer() as fake:
+        env.write_config({
+            "endpoints": {n: fake.url for n in ("gemini", "brave", "google", "bing", "duckduckgo")},
+            "web_fetch_min_interval_ms": 0,
+            "providers": {"brave": {"daily_limit": 3}},
+            "agent_allocations": {"cron": {"gemini": 0, "brave": 2}},
+        })  # fmt: skip
+        env.environ["BRAVE_API_KEY"] = "SENTINEL-BRAVE-KEY-report"
+        fake.route(
+            "/res/v1/web/search",
+            Reply(200, fixture_bytes("brave-ok.json"), {"content-type": "application/json"}),
+        )
+        page = (
+            Path(__file__).parent
+            / "fixtures"
+            / "serp"
+            / "duckduckgo"
+            / "html-results-caffeine.html"
+        ).read_bytes()
+        fake.route("/html/", Reply(200, page, {"content-type": "text/html; charset=utf-8"}))
+        for _ in range(4):  # allocation, allocation, direct headroom, then DuckDuckGo
+            result = env.call("smart_search", {"query": "nasa news", "agent_id": "cron"})
+            assert result["error"] is None
+    proc = run_report(env, "--days", "2", "--json")  # today, and yesterday should midnight pass
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    validate(doc)
+    totals = doc["totals"]
+    assert (totals["searches"], totals["succeeded"], totals["fallback"]["count"]) == (4, 4, 1)
+    assert totals["units"]["brave"] == units(alloc=2, direct=1)
+    assert totals["units"]["gemini"] == units()
+    assert totals["web_answers"] == {"google": 0, "bing": 0, "duckduckgo": 1}
+    tiers = totals["tiers"]
+    assert [tiers["brave"][k] for k in ("success", "failed", "skipped")] == [3, 0, 1]
+    assert [tiers["gemini"][k] for k in ("success", "failed", "skipped")] == [0, 0, 1]
+    assert [tiers["duckduckgo"][k] for k in ("success", "failed", "skipped")] == [1, 0, 0]
+    assert doc["lines"]["skipped"] == 0 and doc["lines"]["counted"] == 4
+    used = {
+        p: sum(b["used"] for b in doc["budgets"] if b["provider"] == p) for p in ("gemini", "brave")
+    }
+    assert used == {"gemini": 0, "brave": 3}
+
+
 def test_cli_text_agent_and_html(env: Env) -> None:
     env.write_config(CONFIG)
     write_known_logs(env.state_dir)
