@@ -203,10 +203,10 @@ class Window:
         self.until = until
         self.agent = agent
         self.ledger_timezone = ledger_timezone
-        self.monthly_limits = dict(monthly_limits or {"gemini": 5000, "brave": 1000})
-        self.reset_timezones = dict(
-            reset_timezones or {"gemini": "America/Los_Angeles", "brave": "UTC"}
-        )
+        from .config import DEFAULT_MONTHLY_LIMITS, DEFAULT_RESET_TIMEZONES
+
+        self.monthly_limits = dict(monthly_limits or DEFAULT_MONTHLY_LIMITS)
+        self.reset_timezones = dict(reset_timezones or DEFAULT_RESET_TIMEZONES)
         self.prices_per_1000 = dict(prices_per_1000 or {})
         self.now = time.time() if now is None else now
         self.months = _months(since, until)
@@ -1300,7 +1300,7 @@ def render_html(report: dict[str, Any]) -> str:
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'; img-src data:\">",
+        "style-src 'unsafe-inline'\">",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_esc(title)}</h1>",
@@ -1454,10 +1454,11 @@ def _run(args: Any, parser: Any, now: float | None) -> int:
             args.days, args.since, args.until, date.fromisoformat(today(settings, now))
         )
         if since.year < 2 or until.year > 9998:
-            raise ValueError("dates must fall between the years 2 and 9998")
-    except ValueError as err:
+            raise OverflowError
+    except (ValueError, OverflowError) as err:
+        why = "dates must fall between the years 2 and 9998" if type(err) is OverflowError else err
         parser.print_usage(sys.stderr)
-        sys.stderr.write(f"smart-search report: error: {err}\n")
+        sys.stderr.write(f"smart-search report: error: {why}\n")
         return 2
     state_dir = os.path.expanduser(args.state_dir) if args.state_dir else settings.state_dir
     if not os.path.isdir(state_dir):

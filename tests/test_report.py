@@ -900,6 +900,7 @@ def test_cli_default_window_is_the_last_seven_ledger_days(env: Env) -> None:
         (["--agent", "Bad_Agent"], "--agent: must contain only lowercase letters"),
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--since", "0001-01-01", "--until", "0001-01-02"], "between the years 2 and 9998"),
+        (["--until", "0001-01-03"], "smart-search report: error: dates must fall between"),
     ],
 )  # fmt: skip
 def test_cli_bad_command_lines_exit_2_with_usage(env: Env, args: list[str], message: str) -> None:
