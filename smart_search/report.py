@@ -111,39 +111,60 @@ def read_batches(path: str, skipped: dict[str, int]) -> Iterator[tuple[list[byte
 
     A line over MAX_LINE bytes is dropped as it streams past and counted as `oversized`.
     """
-    if path.endswith(".gz"):
-        import gzip
+    with _open_regular(path) as raw:
+        fh: Any = raw
+        if path.endswith(".gz"):
+            import gzip
 
-        fh: Any = gzip.open(path, "rb")
-    else:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below, also when the reader stops early
-    with fh:
-        rest = b""
-        dropping = False
-        while True:
-            chunk = fh.read(CHUNK)
-            if not chunk:
-                break
-            parts = (rest + chunk if rest else chunk).split(b"\n")
-            rest = parts.pop()
-            if dropping and parts:
-                skipped["oversized"] += 1
-                del parts[0]  # the end of the oversized line
-                dropping = False
-            if dropping:
-                rest = b""
-            elif len(rest) > MAX_LINE:
-                dropping, rest = True, b""
-            if parts and max(map(len, parts)) > MAX_LINE:
-                kept = [line for line in parts if len(line) <= MAX_LINE]
-                skipped["oversized"] += len(parts) - len(kept)
-                parts = kept
-            if parts:
-                yield parts, False
-        if dropping:
+            fh = gzip.GzipFile(fileobj=raw, mode="rb")  # closing it leaves `raw` to the with
+        yield from _split(fh, skipped)
+
+
+def _open_regular(path: str) -> Any:
+    """Open a regular file for reading; anything else (a FIFO, a directory) raises OSError.
+
+    O_NONBLOCK keeps a FIFO named like a log from blocking the open until a writer comes.
+    """
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _split(fh: Any, skipped: dict[str, int]) -> Iterator[tuple[list[bytes], bool]]:
+    """The lines of a binary stream, in batches; see `read_batches`."""
+    rest = b""
+    dropping = False
+    while True:
+        chunk = fh.read(CHUNK)
+        if not chunk:
+            break
+        parts = (rest + chunk if rest else chunk).split(b"\n")
+        rest = parts.pop()
+        if dropping and parts:
             skipped["oversized"] += 1
-        elif rest:
-            yield [rest], True
+            del parts[0]  # the end of the oversized line
+            dropping = False
+        if dropping:
+            rest = b""
+        elif len(rest) > MAX_LINE:
+            dropping, rest = True, b""
+        if parts and max(map(len, parts)) > MAX_LINE:
+            kept = [line for line in parts if len(line) <= MAX_LINE]
+            skipped["oversized"] += len(parts) - len(kept)
+            parts = kept
+        if parts:
+            yield parts, False
+    if dropping:
+        skipped["oversized"] += 1
+    elif rest:
+        yield [rest], True
 
 
 # --- aggregating ---------------------------------------------------------------------------

@@ -614,6 +614,17 @@ def test_missing_days_unreadable_files_and_damaged_gzip_are_counted(tmp_path: Pa
     assert doc["by_day"][1] == {"day": "2025-11-30", **empty, "tiers": {}, "units_by_agent": {}}
 
 
+def test_a_fifo_named_like_a_log_is_unreadable_not_a_hang(env: Env) -> None:
+    import os
+
+    write_known_logs(env.state_dir)
+    os.mkfifo(env.state_dir / "logs" / "search-2025-11-30.jsonl.7")
+    proc = run_report(env, "--since", "2025-11-29", "--until", "2025-12-02", "--json")
+    assert proc.returncode == 0, proc.stderr
+    files = json.loads(proc.stdout)["files"]
+    assert (files["matched"], files["read"], files["unreadable"]) == (9, 8, 1)
+
+
 def test_no_log_directory_is_an_empty_report(tmp_path: Path) -> None:
     doc = as_json(report.build_report(str(tmp_path / "nothing"), known_window()))
     validate(doc)
