@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -164,12 +165,16 @@ def main() -> int:
         "--html": [*span, "--html", str(html)],
     }
     cli: dict[str, list[float]] = {k: [] for k in commands}
+    cpu: dict[str, list[float]] = {k: [] for k in commands}
     for _ in range(args.runs):
         for name, extra in commands.items():  # interleaved, so load drifts hit all alike
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             proc = subprocess.run([sys.executable, "-m", "smart_search", "report", *extra],
                                   env=env, capture_output=True, cwd=root)  # fmt: skip
             cli[name].append(time.perf_counter() - t0)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
             if proc.returncode != 0:
                 sys.stderr.write(proc.stderr.decode())
                 return 1
@@ -190,7 +195,11 @@ def main() -> int:
           f"{doc['totals']['units_total']:,} API units; runs: {args.runs}")  # fmt: skip
     print("\nfresh process, `python -m smart_search report --since 2026-11-01 --until 2026-11-30`")
     for name, samples in cli.items():
-        print(f"  {name:<8} {median_ms(samples)}")
+        print(f"  {name:<8} {median_ms(samples)}   CPU {median_ms(cpu[name])}")
+    print(
+        f"  (load average when done: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+        "on an idle machine the wall time is close to the CPU time)"
+    )
     print("\nin-process")
     for name, samples in phases.items():
         print(f"  {name:<17} {median_ms(samples)}")
