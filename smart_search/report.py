@@ -40,6 +40,8 @@ from typing import Any
 
 import orjson
 
+from .config import DEFAULT_MONTHLY_LIMITS, DEFAULT_RESET_TIMEZONES
+
 REPORT_VERSION = 1
 PROVIDERS = ("gemini", "brave")
 SOURCES = ("agent_allocation", "shared_pool", "provider_direct", "unattributed")
@@ -220,12 +222,12 @@ class Window:
         prices_per_1000: dict[str, float | None] | None = None,
         now: float | None = None,
     ) -> None:
+        if since > until:
+            raise ValueError(f"the report's first day {since} is after its last day {until}")
         self.since = since
         self.until = until
         self.agent = agent
         self.ledger_timezone = ledger_timezone
-        from .config import DEFAULT_MONTHLY_LIMITS, DEFAULT_RESET_TIMEZONES
-
         self.monthly_limits = dict(monthly_limits or DEFAULT_MONTHLY_LIMITS)
         self.reset_timezones = dict(reset_timezones or DEFAULT_RESET_TIMEZONES)
         self.prices_per_1000 = dict(prices_per_1000 or {})

@@ -969,3 +969,5 @@ def test_cli_unusable_state_dir_config_or_page_exits_1(env: Env, tmp_path: Path)
 def test_main_in_process_returns_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert report.main(["--days", "-1"]) == 2
     assert "usage: smart-search report" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="is after its last day"):
+        report.Window(date(2025, 1, 2), date(2025, 1, 1))
