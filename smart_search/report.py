@@ -6,7 +6,8 @@ Three layers, one way:
    in the window the report needs, and streams each in 1 MiB chunks (a line longer than 1 MiB is
    skipped as `oversized`, never held in memory). Every line that cannot be counted is counted
    instead, by reason (`truncated`, `oversized`, `not_json`, `foreign`, `malformed`,
-   `unknown_version`); nothing in a log directory can crash the report.
+   `unknown_version`); nothing in a log directory can crash the report. Big reports share the
+   files with one forked child (`build_report`), which sends its counts back pickled.
 2. **Aggregating** (`Aggregator`, `build_report`): pure functions from lines to one report
    document (the `--json` output, `schemas/report.result.json`). Lines are counted once into a
    bucket per (day, agent); days, agents and totals are merged from the buckets.
@@ -54,6 +55,8 @@ DEFAULT_DAYS = 7
 MAX_DAYS = 100_000
 MAX_LINE = 1 << 20
 CHUNK = 1 << 20
+# From this much log to read, two processes share the files (a month of 50 agents is ~100 MB).
+PARALLEL_BYTES = 16 << 20
 TEXT_WIDTH = 100
 # search-2026-11-30.jsonl, and rotated copies: search-2026-11-30.jsonl.1, ....jsonl.2.gz
 LOG_FILE = re.compile(r"search-(\d{4}-\d{2}-\d{2})\.jsonl(?:\.(\d{1,6}))?(\.gz)?")
@@ -207,6 +210,23 @@ class Bucket:
         self.call_latency: list[float] = []
 
 
+def _merge_bucket(into: Bucket, other: Bucket) -> None:
+    for name in ("searches", "succeeded", "deep", "fallback", "cache_hits", "units_saved"):
+        setattr(into, name, getattr(into, name) + getattr(other, name))
+    for mine, theirs in ((into.units, other.units), (into.tiers, other.tiers)):
+        for key, row in theirs.items():
+            if key in mine:
+                mine[key] = [a + b for a, b in zip(mine[key], row, strict=True)]
+            else:
+                mine[key] = row
+    for mine_counts, their_counts in ((into.web, other.web), (into.failures, other.failures)):
+        for key, n in their_counts.items():
+            mine_counts[key] = mine_counts.get(key, 0) + n
+    for key, values in other.tier_latency.items():
+        into.tier_latency.setdefault(key, []).extend(values)
+    into.call_latency.extend(other.call_latency)
+
+
 class Window:
     """What to read and count: the report's days, its agent filter, the budgets' clocks."""
 
@@ -261,6 +281,42 @@ class Aggregator:
         self.budget_units: dict[tuple[str, str], int] = {}
         self._zones = [(p, _zone(window.reset_timezones.get(p))) for p in PROVIDERS]
         self._local_days: dict[str, dict[str, str] | None] = {}
+
+    def read_files(self, todo: list[tuple[str, str]], files: FileStats) -> None:
+        """Feed each (day, path); a file that cannot be read is counted, never raised."""
+        for day, path in todo:
+            files.read += 1
+            try:
+                self.feed(day, read_batches(path, self.skipped))
+            except (OSError, EOFError, ValueError):
+                # Unreadable, or a damaged .gz: the lines read before the damage still count.
+                files.unreadable += 1
+
+    def state(self) -> tuple[Any, ...]:
+        return (self.buckets, self.skipped, self.read, self.counted, self.not_counted,
+                self.by_version, self.budget_units)  # fmt: skip
+
+    def merge(self, state: tuple[Any, ...], files_read: int, unreadable: int, files: FileStats
+              ) -> None:  # fmt: skip
+        """Add another Aggregator's `state()` (same window) to this one's counts."""
+        buckets, skipped, read, counted, not_counted, by_version, budget_units = state
+        for key, other in buckets.items():
+            mine = self.buckets.get(key)
+            if mine is None:
+                self.buckets[key] = other
+            else:
+                _merge_bucket(mine, other)
+        for name, n in skipped.items():
+            self.skipped[name] += n
+        for name, n in by_version.items():
+            self.by_version[name] += n
+        for key, n in budget_units.items():
+            self.budget_units[key] = self.budget_units.get(key, 0) + n
+        self.read += read
+        self.counted += counted
+        self.not_counted += not_counted
+        files.read += files_read
+        files.unreadable += unreadable
 
     def feed(self, day: str, batches: Iterable[tuple[list[bytes], bool]]) -> None:
         """Count every line of one file dated `day` (its name's date)."""
@@ -632,26 +688,91 @@ def budgets(budget_units: dict[tuple[str, str], int], window: Window) -> list[di
     return out
 
 
-def build_report(directory: str, window: Window, files: FileStats | None = None) -> dict[str, Any]:
-    """Read `directory` (a logs directory) for `window`; the report document."""
+def build_report(
+    directory: str, window: Window, files: FileStats | None = None, *, workers: int | None = None
+) -> dict[str, Any]:
+    """Read `directory` (a logs directory) for `window`; the report document.
+
+    From PARALLEL_BYTES of logs on, a forked child reads half the files while this process reads
+    the other half (`workers` 1 or 2 forces the choice); a child that fails is redone here.
+    """
     files = files or FileStats()
     by_day = list_log_files(directory, files)
-    agg = Aggregator(window)
     first = window.first_file_day.isoformat()
     until = window.until.isoformat()
-    days_with_logs = set()
-    for day in sorted(by_day):
-        if not first <= day <= until:
-            continue
-        days_with_logs.add(day)
-        for path in by_day[day]:
-            files.read += 1
+    todo = [(day, path) for day in sorted(by_day) if first <= day <= until for path in by_day[day]]
+    if workers is None:
+        workers = 2 if (os.cpu_count() or 1) > 1 and _size(todo) >= PARALLEL_BYTES else 1
+    agg = Aggregator(window)
+    if workers > 1 and len(todo) > 1 and hasattr(os, "fork"):
+        mine, theirs = todo[0::2], todo[1::2]
+        child = _Child.start(window, theirs)
+        agg.read_files(mine, files)
+        state = child.result() if child is not None else None
+        if state is None:
+            agg.read_files(theirs, files)
+        else:
+            agg.merge(*state, files)
+    else:
+        agg.read_files(todo, files)
+    return agg.report(files, {day for day, _ in todo})
+
+
+def _size(todo: list[tuple[str, str]]) -> int:
+    total = 0
+    for _, path in todo:
+        try:
+            total += os.stat(path).st_size
+        except OSError:
+            pass
+    return total
+
+
+class _Child:
+    """A forked process that reads some files and sends back its counts, pickled, on a pipe."""
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid = pid
+        self.fd = fd
+
+    @classmethod
+    def start(cls, window: Window, todo: list[tuple[str, str]]) -> _Child | None:
+        try:
+            read_end, write_end = os.pipe()
+        except OSError:
+            return None
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_end)
+            os.close(write_end)
+            return None
+        if pid == 0:  # the child: never returns, never flushes the parent's buffers
+            code = 1
             try:
-                agg.feed(day, read_batches(path, agg.skipped))
-            except (OSError, EOFError, ValueError):
-                # Unreadable, or a damaged .gz: the lines read before the damage still count.
-                files.unreadable += 1
-    return agg.report(files, days_with_logs)
+                import pickle
+
+                os.close(read_end)
+                agg, stats = Aggregator(window), FileStats()
+                agg.read_files(todo, stats)
+                with os.fdopen(write_end, "wb") as out:
+                    out.write(pickle.dumps((agg.state(), stats.read, stats.unreadable), 5))
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        return cls(pid, read_end)
+
+    def result(self) -> tuple[Any, ...] | None:
+        """The child's (state, files read, files unreadable), or None if it failed."""
+        import pickle
+
+        with os.fdopen(self.fd, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(self.pid, 0)
+        if status != 0 or not data:
+            return None
+        return pickle.loads(data)  # noqa: S301 - our own child, over our own pipe
 
 
 # --- small helpers -------------------------------------------------------------------------

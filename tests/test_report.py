@@ -413,6 +413,20 @@ def test_known_logs_every_number(tmp_path: Path) -> None:
     }
 
 
+def test_two_processes_count_what_one_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Big reports fork a child for half the files; its counts merge to the same report."""
+    logs = write_known_logs(tmp_path)
+    alone = report.build_report(str(logs), known_window(), workers=1)
+    shared = report.build_report(str(logs), known_window(), workers=2)
+    assert as_json(shared) == as_json(alone)
+    # A child that fails is redone by the parent: the same report again.
+    monkeypatch.setattr(report.Aggregator, "state", lambda self: 1 / 0)
+    redone = report.build_report(str(logs), known_window(), workers=2)
+    assert as_json(redone) == as_json(alone)
+
+
 def test_agent_filter_counts_one_agent_but_budgets_count_all(tmp_path: Path) -> None:
     logs = write_known_logs(tmp_path)
     doc = as_json(report.build_report(str(logs), known_window(agent="alpha")))
