@@ -198,7 +198,7 @@ def main() -> int:
         print(f"  {name:<8} {median_ms(samples)}   CPU {median_ms(cpu[name])}")
     print(
         f"  (load average when done: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
-        "on an idle machine the wall time is close to the CPU time)"
+        "CPU adds up the report's two processes: with both cores free, wall time is below it)"
     )
     print("\nin-process")
     for name, samples in phases.items():
