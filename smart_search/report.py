@@ -2,14 +2,15 @@
 
 Three layers, one way:
 
-1. **Reading** (`scan_logs`): lists `<state_dir>/logs` once, picks the files whose name dates fall
-   in the window the report needs, and streams each in 1 MiB chunks (a line longer than 1 MiB is
-   skipped as `oversized`, never held in memory). Every line that cannot be counted is counted
-   instead, by reason (`truncated`, `oversized`, `not_json`, `foreign`, `malformed`,
-   `unknown_version`); nothing in a log directory can crash the report. Big reports share the
-   files with one forked child (`build_report`), which sends its counts back pickled.
-2. **Aggregating** (`Aggregator`, `build_report`): pure functions from lines to one report
-   document (the `--json` output, `schemas/report.result.json`). Lines are counted once into a
+1. **Reading** (`list_log_files`, `read_batches`): lists `<state_dir>/logs` once, picks the
+   files whose name dates fall in the window the report needs, and streams each in 1 MiB chunks
+   (a line longer than 1 MiB is skipped as `oversized`, never held in memory). Every line that
+   cannot be counted is counted instead, by reason (`truncated`, `oversized`, `not_json`,
+   `foreign`, `malformed`, `unknown_version`); nothing in a log directory can crash the report.
+   Big reports share the files with one forked child (`build_report`), which sends its counts
+   back pickled.
+2. **Aggregating** (`Aggregator`, `summarize`, `budgets`): no I/O, lines in, one report
+   document out (the `--json` output, `schemas/report.result.json`). Lines are counted once into a
    bucket per (day, agent); days, agents and totals are merged from the buckets.
 3. **Rendering** (`report_tables`, `render_text`, `render_html`): both renderers print the same
    tables (the same formatted cells), so the text and the page always agree; the page adds inline
