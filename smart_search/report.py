@@ -51,7 +51,9 @@ ENGINES = ("google", "bing", "duckduckgo")
 TIER_ORDER = ("cache", "gemini", "brave", "google", "bing", "duckduckgo", "web_fetch")
 OUTCOMES = ("success", "failed", "skipped")
 SKIP_REASONS = ("truncated", "oversized", "not_json", "foreign", "malformed", "unknown_version")
-LOG_VERSIONS = (1, 2)
+# Every log version this release writes or wrote: 1 (no `log_version`), 2 (`units`), 3 (`cached`,
+# `units_saved`). Kept in step with tools.LOG_VERSION by a test.
+LOG_VERSIONS = (1, 2, 3)
 DEFAULT_DAYS = 7
 MAX_DAYS = 100_000
 MAX_LINE = 1 << 20

@@ -165,7 +165,7 @@ def write_known_logs(state_dir: Path) -> Path:
         # Lines that cannot be counted: foreign, not JSON, a future version, wrong types.
         + b'{"event": "rotated", "at": "2025-12-01"}\n'
         + b"hello, not json\n"
-        + dumps({"log_version": 3, "agent_id": "alpha", "success": True, "units": 99})
+        + dumps({"log_version": 99, "agent_id": "alpha", "success": True, "units": 99})
         + dumps({"agent_id": 5, "success": True, "provider_used": "gemini"}),
         "search-2025-12-02.jsonl": dumps(
             # L13 alpha, v2: Google answered.
@@ -369,7 +369,7 @@ LINES = {
     "read": 22, "counted": 16, "not_counted": 1, "skipped": 5,
     "skipped_by_reason": {"truncated": 1, "oversized": 0, "not_json": 1, "foreign": 1,
                           "malformed": 1, "unknown_version": 1},
-    "by_version": {"1": 8, "2": 9},
+    "by_version": {"1": 8, "2": 9, "3": 0},
 }  # fmt: skip
 
 
@@ -684,7 +684,7 @@ def test_odd_lines_each_count_once_under_their_reason(tmp_path: Path) -> None:
         "read": 14, "counted": 3, "not_counted": 0, "skipped": 11,
         "skipped_by_reason": {"truncated": 0, "oversized": 0, "not_json": 2, "foreign": 4,
                               "malformed": 3, "unknown_version": 2},
-        "by_version": {"1": 2, "2": 1},
+        "by_version": {"1": 2, "2": 1, "3": 0},
     }  # fmt: skip
     totals = doc["totals"]
     assert totals["units"]["gemini"] == units(alloc=1)
@@ -835,6 +835,7 @@ def test_report_of_real_searches(env: Env) -> None:
             "web_fetch_min_interval_ms": 0,
             "providers": {"brave": {"daily_limit": 3}},
             "agent_allocations": {"cron": {"gemini": 0, "brave": 2}},
+            "cache": {"enabled": False},  # four paid searches, not one and three hits
         })  # fmt: skip
         env.environ["BRAVE_API_KEY"] = "SENTINEL-BRAVE-KEY-report"
         fake.route(
@@ -985,3 +986,10 @@ def test_main_in_process_returns_codes(capsys: pytest.CaptureFixture[str]) -> No
     assert "usage: smart-search report" in capsys.readouterr().err
     with pytest.raises(ValueError, match="is after its last day"):
         report.Window(date(2025, 1, 2), date(2025, 1, 1))
+
+
+def test_the_report_reads_every_log_version_the_searches_write() -> None:
+    from smart_search.report import LOG_VERSIONS
+    from smart_search.tools import LOG_VERSION
+
+    assert LOG_VERSIONS == tuple(range(1, LOG_VERSION + 1))
