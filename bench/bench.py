@@ -88,6 +88,8 @@ def table(title: str, figures: dict[str, float], floor: str, target: float | Non
 def config_env(tmp: Path, config: dict) -> dict[str, str]:
     tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / "openclaw.json"
+    # Every case here pays for its call: a cached answer has its own bench (cache_bench.py).
+    config = {"cache": {"enabled": False}, **config}
     path.write_text(json.dumps({"skills": {"entries": {"smart-search": {"config": config}}}}))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update(

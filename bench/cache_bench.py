@@ -77,6 +77,7 @@ def brave_config(fake_url: str, **extra: object) -> dict:
         "providers": {"brave": {"daily_limit": 100000}},
         "agent_allocations": {"cron": {"gemini": 0, "brave": 100000}},
         "lock_timeout_ms": 60000,
+        "cache": {"enabled": True},  # bench.config_env turns it off for the other benches
         **extra,
     }
 

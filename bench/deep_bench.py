@@ -61,6 +61,7 @@ def environ(root: Path, url: str, keys: bool) -> dict[str, str]:
         "endpoints": {n: url for n in ("gemini", "brave", "google", "bing", "duckduckgo")},
         "web_fetch_min_interval_ms": 0,
         "circuit_failure_threshold": 1000,
+        "cache": {"enabled": False},  # every round pays: the legs' own time is measured
         "agent_allocations": {"bench": {"gemini": 1_000_000, "brave": 1_000_000}},
         "providers": {
             "gemini": {"unit": "request", "daily_limit": 10**8, "monthly_limit": 10**8},
