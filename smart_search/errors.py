@@ -241,3 +241,22 @@ class InternalError(SearchError):
     """A bug: an exception nobody translated."""
 
     error_code = "internal"
+
+
+CANCELLED = "The call was cancelled by its caller."
+
+
+class Cancelled(BaseException):
+    """The caller cancelled the call (an MCP client's `notifications/cancelled`); raised by
+    `http.send` under a cancelled `http.CancelScope`.
+
+    Deliberately NOT a SearchError (it derives from BaseException, like KeyboardInterrupt): no
+    tier may catch it and walk on to the next tier, the breaker must not read it as an answer, and
+    the retry loop must not retry it. It unwinds the whole call; `tiers._api_tier`'s
+    `except BaseException` refunds the reserved unit on the way. It never becomes a result: the
+    MCP server drops the answer to a cancelled request, as the protocol asks.
+    """
+
+    def __init__(self, message: str = CANCELLED) -> None:
+        super().__init__(message)
+        self.message = message

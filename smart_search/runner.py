@@ -9,6 +9,7 @@ goes to `<state_dir>/logs/internal-errors.log`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -21,8 +22,6 @@ MAX_INPUT_BYTES = 16 * 1024 * 1024
 
 def handle(raw: bytes, environ: Any = None, **options: Any) -> dict[str, Any]:
     """The whole contract as a function: request bytes → result object. Never raises."""
-    tool: str | None = None
-    settings = None
     try:
         if len(raw) > MAX_INPUT_BYTES:
             raise InvalidInput("Input exceeds the 16 MiB limit.")
@@ -30,14 +29,38 @@ def handle(raw: bytes, environ: Any = None, **options: Any) -> dict[str, Any]:
             request = orjson.loads(raw)
         except orjson.JSONDecodeError:
             raise InvalidInput(INVALID_JSON) from None
+    except SearchError as err:
+        return _error(None, err)
+    return handle_request(request, environ, **options)
+
+
+def handle_request(
+    request: Any,
+    environ: Any = None,
+    *,
+    settings_loader: Callable[[], Any] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """`handle` after parsing: a decoded request object → result object. Never raises.
+
+    `settings_loader` replaces `load_settings(environ)`: the MCP server passes one that keeps the
+    parsed config until the file changes. Everything else is the CLI's path, byte for byte.
+    """
+    tool: str | None = None
+    settings = None
+    try:
         contract.check("request.json", request)
         tool = request["tool"]
         args = request.get("args", {})
         contract.check(f"{tool}.args.json", args)
-        from .config import load_settings
         from .tools import call_tool
 
-        settings = load_settings(os.environ if environ is None else environ)
+        if settings_loader is None:
+            from .config import load_settings
+
+            settings = load_settings(os.environ if environ is None else environ)
+        else:
+            settings = settings_loader()
         return call_tool(tool, args, settings, **options)
     except SearchError as err:
         return _error(tool, err)
