@@ -336,9 +336,15 @@ def build_server(service: Service) -> Any:
     async def in_thread(work: Any, scope: CancelScope) -> Any:
         """Run blocking `work` in a worker thread; on cancellation, cancel `scope` and wait
         (shielded, bounded) for the thread to unwind, so its refund is done when we return."""
+        lock = threading.Lock()
+        state = {"started": False, "given_up": False}
         finished = threading.Event()
 
         def run() -> Any:
+            with lock:
+                if state["given_up"]:  # cancelled while queued for a thread: never started
+                    return None
+                state["started"] = True
             try:
                 return work()
             finally:
@@ -347,10 +353,14 @@ def build_server(service: Service) -> Any:
         try:
             return await anyio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=limiter)
         except anyio.get_cancelled_exc_class():
-            scope.cancel()
-            with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE_S):
-                while not finished.is_set():
-                    await anyio.sleep(0.005)
+            with lock:
+                state["given_up"] = True
+                started = state["started"]
+            if started:
+                scope.cancel()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_GRACE_S):
+                    while not finished.is_set():
+                        await anyio.sleep(0.005)
             raise
 
     async def list_tools(ctx: Any, params: Any) -> Any:
@@ -437,7 +447,9 @@ async def serve_http(service: Service, host: str, port: int) -> None:
     import uvicorn
 
     server = build_server(service)
-    app = server.streamable_http_app(streamable_http_path=DEFAULT_HTTP_PATH, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=DEFAULT_HTTP_PATH, host=host
+    )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -59,21 +59,28 @@ class GatedServer(FakeServer):
 
 
 class HangingServer(FakeServer):
-    """Never answers; records when the client hangs up (its socket shut) while waiting."""
+    """Never answers; records which requests the client hung up on (its socket shut) while
+    waiting. It waits longer than any client timeout here, so a hang-up is the client's doing."""
 
     def __init__(self) -> None:
         super().__init__()
         self.hung_up = threading.Event()
+        self.hangups: list[str] = []
 
     def _respond(self, conn: Any, reply: Reply) -> None:
-        conn.settimeout(WAIT_S)
+        with self._lock:
+            path = self.requests[-1].path
+        conn.settimeout(3 * CALL_TIMEOUT_S)
         try:
-            if conn.recv(1) == b"":
-                self.hung_up.set()
+            closed = conn.recv(1) == b""
         except TimeoutError:
-            pass  # nobody hung up
+            closed = False
         except OSError:
-            self.hung_up.set()  # reset by the client
+            closed = True  # reset by the client
+        if closed:
+            with self._lock:
+                self.hangups.append(path)
+            self.hung_up.set()
 
 
 def configure(env: Env, fake: FakeServer, **config: Any) -> None:
@@ -81,8 +88,9 @@ def configure(env: Env, fake: FakeServer, **config: Any) -> None:
         "endpoints": {n: fake.url for n in ("gemini", "brave", "google", "bing", "duckduckgo")},
         "web_fetch_min_interval_ms": 0,
         "retry_max_attempts": 1,
-        "request_timeout_ms": int(WAIT_S * 1000),
-        "total_timeout_ms": int(CALL_TIMEOUT_S * 1000),
+        # Longer than any wait in a test: a request that ends early was ended by the test.
+        "request_timeout_ms": int(2 * CALL_TIMEOUT_S * 1000),
+        "total_timeout_ms": int(2 * CALL_TIMEOUT_S * 1000),
         "agent_allocations": {
             AGENT: {"gemini": 5, "brave": 40},
             "other": {"gemini": 1, "brave": 1},
@@ -446,7 +454,7 @@ def test_a_cancelled_search_is_refunded_and_walks_no_further(env: Env) -> None:
         assert isinstance(box.get("error"), errors.Cancelled), box
         assert env.call("search_quota_status", {"agent_id": AGENT})["brave"]["used"] == 0
         assert [r.path for r in fake.requests] == [BRAVE_PATH]  # no Gemini, no DuckDuckGo
-        assert fake.hung_up.wait(WAIT_S)
+        assert fake.hung_up.wait(WAIT_S) and fake.hangups == [BRAVE_PATH]
 
 
 # --- the settings cache -----------------------------------------------------------------------
@@ -634,6 +642,7 @@ def test_cancelling_a_search_cancels_its_request_and_refunds(env: Env, transport
         run(main)
         assert outcome == {"cancelled": True}  # no result was delivered for the cancelled call
         assert [r.path for r in fake.requests] == [BRAVE_PATH]  # the walk stopped there
+        assert fake.hangups == [BRAVE_PATH]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
