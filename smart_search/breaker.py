@@ -1,7 +1,7 @@
 """Circuit breaker per provider and per web engine, shared by every process (RULINGS §5).
 
 The predecessor kept its breaker in process memory, so for a one-shot CLI it never fired. Here it
-is a document in the state directory:
+is a document in the shared store (`store/`, "breaker"):
 
     {name: {"state": "closed"|"open"|"half_open", "failures": n, "opened_at": t, "trial_at": t}}
 
@@ -11,29 +11,35 @@ after `circuit_reset_seconds` exactly one process claims the half-open trial (un
 closed on any answer that is not a health failure, open again on a health failure. A trial whose
 process died is given up after `total_timeout_ms` plus a margin, and another process may try.
 
-The common path (closed, nothing to record) only reads the file: no lock, no write.
+The common path (closed, nothing to record) only reads the document: no lock, no write.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .errors import CircuitOpen, SearchError, circuit_open
-from .state import StateFile
 
-BREAKER_FILE = "search-breaker.json"
+if TYPE_CHECKING:
+    from .store import Store
+
+BREAKER_DOC = "breaker"
 TRIAL_LEASE_MARGIN_S = 5.0
 
 Document = dict[str, Any]
 
 
 class Breaker:
-    def __init__(self, settings: Settings, clock: Any = time.time) -> None:
-        self.file = StateFile(
-            settings.state_dir, BREAKER_FILE, settings.lock_timeout_ms, advisory=True
-        )
+    def __init__(
+        self, settings: Settings, clock: Any = time.time, store: Store | None = None
+    ) -> None:
+        if store is None:
+            from .store import open_store
+
+            store = open_store(settings)
+        self.store = store
         self.threshold = settings.circuit_failure_threshold
         self.reset_s = float(settings.circuit_reset_seconds)
         self.lease_s = settings.total_timeout_ms / 1000.0 + TRIAL_LEASE_MARGIN_S
@@ -41,7 +47,7 @@ class Breaker:
 
     def admit(self, name: str) -> None:
         """Return when `name` may be called now; raise CircuitOpen when it may not."""
-        entry = _entry(self.file.read(), name)
+        entry = _entry(self.store.read(BREAKER_DOC), name)
         if not entry or entry.get("state") == "closed":
             return
         if not self._trial_due(entry, self.clock()):
@@ -60,13 +66,13 @@ class Breaker:
             doc[name] = current
             return doc, True
 
-        if not self.file.update(claim):
+        if not self.store.update(BREAKER_DOC, claim):
             raise CircuitOpen(circuit_open(name))
 
     def record(self, name: str, error: SearchError | None) -> None:
         """Record how a call to `name` ended: None for success, else the error it raised."""
         failed = error is not None and error.counts_for_breaker
-        entry = _entry(self.file.read(), name)
+        entry = _entry(self.store.read(BREAKER_DOC), name)
         if not failed and (not entry or (entry["state"] == "closed" and not entry["failures"])):
             return  # Healthy and already recorded as healthy: nothing to write.
 
@@ -84,7 +90,7 @@ class Breaker:
             doc[name] = current
             return doc, None
 
-        self.file.update(change)
+        self.store.update(BREAKER_DOC, change)
 
     def _trial_due(self, entry: Document, now: float) -> bool:
         if entry.get("state") == "open":

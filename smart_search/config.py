@@ -80,6 +80,9 @@ _TUNABLES: dict[str, tuple[int, int, int | None]] = {
     "log_retention_days": (30, 1, None),
     "max_result_chars": (10000, 100, None),
     "brave_count": (10, 1, 20),
+    # Unconfigured agents that may spend per day (strict_agents off): invented ids can't grow the
+    # ledger without bound.
+    "max_unconfigured_agents": (1000, 0, MAX_COUNT),
 }
 
 _VAR = re.compile(r"\$(\$?)\{([A-Z_][A-Z0-9_]*)\}")
@@ -134,6 +137,8 @@ class Settings:
     state_dir: str
     timezone: str | None
     api_keys: dict[str, Secret | None]
+    state_backend: dict[str, Any]
+    max_unconfigured_agents: int
     config_path: str | None
 
     def __init__(self, **values: Any) -> None:
@@ -269,6 +274,7 @@ def _build(
     if state_dir is not None and (not isinstance(state_dir, str) or not state_dir):
         raise ConfigError('Config key "state_dir" must be a non-empty string.')
     values["state_dir"] = _state_dir(env, state_dir)
+    values["state_backend"] = _state_backend(section)
     tz = section.get("timezone")
     values["timezone"] = None if tz is None else _zone(tz, "timezone")
     values["api_keys"] = {
@@ -459,6 +465,24 @@ def _state_dir(env: Any, configured: str | None) -> str:
             else os.path.join(_home(env), ".openclaw", "workspace")
         )
     return os.path.join(os.path.expanduser(workspace), "shared")
+
+
+def _state_backend(section: dict[str, Any]) -> dict[str, Any]:
+    """`state_backend`: where shared state lives. Files in the state directory by default;
+    `{"kind": "redis", "url": ..., "prefix": ..., "on_unavailable": "refuse"|"web_only"}` for a
+    fleet (store/redis.py checks the rest when it is configured)."""
+    backend = section.get("state_backend", {"kind": "files"})
+    if not isinstance(backend, dict):
+        raise ConfigError('Config key "state_backend" must be an object.')
+    kind = backend.get("kind", "files")
+    if kind not in ("files", "redis"):
+        raise ConfigError('Config key "state_backend.kind" must be "files" or "redis".')
+    on_unavailable = backend.get("on_unavailable", "refuse")
+    if on_unavailable not in ("refuse", "web_only"):
+        raise ConfigError(
+            'Config key "state_backend.on_unavailable" must be "refuse" or "web_only".'
+        )
+    return {**backend, "kind": kind, "on_unavailable": on_unavailable}
 
 
 def _api_key(name: str, env: Any, skill_env: dict[str, Any], root: dict[str, Any]) -> Secret | None:

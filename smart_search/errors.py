@@ -77,15 +77,16 @@ class SearchError(Exception):
         *,
         http_status: int | None = None,
         retry_after: float | None = None,
+        sent: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.http_status = http_status
         # Seconds the server asked us to wait before trying again (Retry-After, RetryInfo, ...).
         self.retry_after = retry_after
-        # Filled in by the retry loop: retries made, and each attempt's wall time.
-        self.retries = 0
-        self.attempt_latencies_ms: list[int] = []
+        # The request left (a connection was made) before this went wrong, so a provider may
+        # have answered and billed it (RULINGS §4). Set where the error is raised, never later.
+        self.sent = sent
 
 
 class InvalidInput(SearchError):
@@ -219,16 +220,30 @@ class FinanceBlocked(SearchError):
     error_code = "finance_blocked"
 
 
-class LockTimeout(SearchError):
+class StateError(SearchError):
+    """The shared state (ledger, breaker, pacing, cache) cannot be used safely right now.
+
+    A search never spends blind: any StateError from the ledger ends the call at once."""
+
+    error_code = "state_corrupt"
+
+
+class LockTimeout(StateError):
     """A shared state file stayed locked past `lock_timeout_ms`."""
 
     error_code = "lock_timeout"
 
 
-class StateCorrupt(SearchError):
-    """A shared state file is unreadable; it is left in place for the operator."""
+class StateCorrupt(StateError):
+    """Shared state is unreadable or of an unknown version; it is left in place for the operator."""
 
     error_code = "state_corrupt"
+
+
+class StateUnavailable(StateError):
+    """The configured state store cannot be reached (a Redis server down, refusing or slow)."""
+
+    error_code = "state_unavailable"
 
 
 class AllExhausted(SearchError):
@@ -241,6 +256,17 @@ class InternalError(SearchError):
     """A bug: an exception nobody translated."""
 
     error_code = "internal"
+
+
+def error_class(code: str) -> type[SearchError]:
+    """The class that stands for `error_code` (the first defined, where several share one)."""
+    pending: list[type[SearchError]] = [SearchError]
+    while pending:
+        cls = pending.pop(0)
+        if cls.error_code == code and cls is not SearchError:
+            return cls
+        pending.extend(cls.__subclasses__())
+    return InternalError
 
 
 CANCELLED = "The call was cancelled by its caller."

@@ -127,9 +127,11 @@ def send(request: HttpRequest, *, deadline: float, request_timeout_s: float) -> 
         raise errors.Cancelled()
     if not answered:
         exchange.abandon()
-        raise errors.Timeout(f"Request to {host} timed out after {budget:.1f} s.")
+        raise errors.Timeout(
+            f"Request to {host} timed out after {budget:.1f} s.", sent=exchange.connected
+        )
     if exchange.error is not None:
-        raise _translate(exchange.error, host) from None
+        raise _translate(exchange.error, host, exchange.connected) from None
     assert exchange.response is not None
     return exchange.response
 
@@ -172,6 +174,9 @@ class _Exchange:
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._abandoned = False
+        # A connection was made (TCP, and TLS where used): from here on the request may have
+        # reached the server.
+        self.connected = False
         self.cancelled = False
 
     def run(self, request: HttpRequest, budget: float) -> None:
@@ -211,6 +216,7 @@ class _Exchange:
 
     def _track(self, sock: socket.socket) -> None:
         """Remember a connected socket (shut it at once if the exchange was abandoned)."""
+        self.connected = True
         with self._lock:
             abandoned = self._abandoned
             if not abandoned:
@@ -310,7 +316,10 @@ def _perform(
         cookies=request.cookies or None,
         verify=context if context is not None else False,
         # Without a verifying context, no hop may leave plain http (see speaks_tls).
-        event_hooks={} if tls else {"request": [_refuse_tls_hop]},
+        event_hooks={
+            "response": [_refuse_non_web_redirect],
+            **({} if tls else {"request": [_refuse_tls_hop]}),
+        },
         # A loopback address is never reached through a proxy from the environment.
         trust_env=not loopback,
     )
@@ -336,6 +345,24 @@ def speaks_tls(request: HttpRequest) -> bool:
     (~180 ms here), so plain-http requests (loopback only) skip it; a redirect from one to
     https is refused by `_refuse_tls_hop` rather than followed unverified."""
     return not request.url.startswith("http:")
+
+
+def _refuse_non_web_redirect(response: Any) -> None:
+    """A redirect to anything but http(s) (`javascript:`, `data:`, `ftp:`) is the server's fault,
+    not the operator's: `parse_error`, followed or not. Without this, httpx fails to build the
+    next request with the same exception as a bad configured URL (`config_error`)."""
+    if not response.has_redirect_location:
+        return
+    try:
+        scheme = urlsplit(response.headers["location"]).scheme.lower()
+    except ValueError:
+        return  # unreadable: httpx reports a broken response (transport_failure)
+    if scheme and scheme not in ("http", "https"):
+        host = response.request.url.host or "the server"
+        raise errors.ParseError(
+            f"{host} redirected to a non-http(s) URL ({scheme[:16]}:).",
+            http_status=response.status_code,
+        )
 
 
 def _refuse_tls_hop(hop: Any) -> None:
@@ -431,28 +458,30 @@ def _looks_zlib_wrapped(data: bytes) -> bool:
 # --- translation and safety ------------------------------------------------------------------
 
 
-def _translate(exc: BaseException, host: str) -> BaseException:
-    """Our error for whatever the worker raised; httpx's own text (URLs) is never reused."""
+def _translate(exc: BaseException, host: str, sent: bool) -> BaseException:
+    """Our error for whatever the worker raised; httpx's own text (URLs) is never reused.
+    `sent`: a connection was made, so the request may have reached the server."""
     import httpx
 
     if isinstance(exc, errors.SearchError):
         return exc
-    if isinstance(exc, httpx.TimeoutException):
-        return errors.Timeout(f"Request to {host} timed out.")
     if isinstance(exc, httpx.ConnectError):
         return errors.TransportFailure(f"Could not connect to {host}.")
+    if isinstance(exc, httpx.TimeoutException):
+        left = sent and not isinstance(exc, httpx.ConnectTimeout)
+        return errors.Timeout(f"Request to {host} timed out.", sent=left)
     if isinstance(exc, httpx.RemoteProtocolError):
         # h11's verdict on a truncated body (Content-Length or chunked) and on garbage.
-        return errors.TransportFailure(f"{host} sent a broken or incomplete response.")
+        return errors.TransportFailure(f"{host} sent a broken or incomplete response.", sent=sent)
     if isinstance(exc, httpx.ProxyError):
         return errors.TransportFailure(f"The proxy refused the request to {host}.")
     if isinstance(exc, httpx.TooManyRedirects):
-        return errors.ParseError(f"{host} redirected too many times.")
+        return errors.ParseError(f"{host} redirected too many times.", sent=sent)
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
         return errors.ConfigError("A request URL is not a valid http(s) URL.")
     if isinstance(exc, httpx.TransportError | OSError):
         # ReadError / WriteError / CloseError and raw socket errors: the connection broke.
-        return errors.TransportFailure(f"Connection to {host} failed mid-request.")
+        return errors.TransportFailure(f"Connection to {host} failed mid-request.", sent=sent)
     return exc  # a bug, not a network condition: the runner reports it as internal
 
 

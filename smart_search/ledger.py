@@ -1,36 +1,36 @@
-"""The quota ledger: reserve/refund/complete/status over one shared document per host.
+"""The quota ledger: reserve / settle / observe / complete / status over the state seam.
 
-`Ledger` is the seam: today its one backend is `search-quota.json` in the state directory (through
-`state.StateFile`); a networked backend for fleets only has to offer the same five methods. The
-arithmetic itself is in `quota.py`.
+Every change is one `Store.update` of the "quota" document (atomic across processes, and hosts
+with a networked store); the arithmetic is `quota.py`, reading other formats is `migrate.py`.
 
-Days: the UTC date (or `timezone`'s). The first call of a later day starts fresh counters; a day
-earlier than the file's (a clock moved back) keeps counting into the file's day, never resetting.
-
-A file written by the original Node skill (`providers.<p>.{daily_limit, remaining, used,
-shared_pool}`, `agent_allocations.<id>.{gemini, brave, gemini_used, brave_used, completed}`) is
-read and, when it is today's, its counts carry over (see `_from_node`).
+Windows: the agents' day is the UTC date (or `timezone`'s); each provider's day and month follow
+`providers.<p>.reset_timezone` (Gemini: Pacific, Brave: UTC). Later windows start fresh; an
+earlier one (a clock moved back) keeps counting into the newer one, never resetting.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
-from . import quota
+from . import migrate, quota
 from .config import PROVIDERS, Settings
-from .errors import (
-    AgentNotFound,
-    AlreadyComplete,
-    StateCorrupt,
-    agent_already_complete,
-    agent_not_found,
-)
-from .state import StateFile
+from .errors import AgentNotFound, AlreadyComplete, agent_already_complete, agent_not_found
 
+if TYPE_CHECKING:
+    from .store import Store
+
+QUOTA_DOC = "quota"
 QUOTA_FILE = "search-quota.json"
 
 Document = dict[str, Any]
+
+
+def _day(now: float, zone: str | None) -> datetime:
+    return datetime.fromtimestamp(now, ZoneInfo(zone or "UTC"))
 
 
 def today(settings: Settings, now: float | None = None) -> str:
@@ -38,31 +38,71 @@ def today(settings: Settings, now: float | None = None) -> str:
     now = time.time() if now is None else now
     if not settings.timezone:
         return time.strftime("%Y-%m-%d", time.gmtime(now))
-    from datetime import datetime
-    from zoneinfo import ZoneInfo
+    return _day(now, settings.timezone).strftime("%Y-%m-%d")
 
-    # config._zone already proved the name.
-    return datetime.fromtimestamp(now, ZoneInfo(settings.timezone)).strftime("%Y-%m-%d")
+
+def windows(settings: Settings, now: float) -> quota.Windows:
+    """Every window's current name at `now`: the agents' day, each provider's day and month."""
+    provider = {}
+    for p in PROVIDERS:
+        local = _day(now, settings.reset_timezones[p])
+        provider[p] = (local.strftime("%Y-%m-%d"), local.strftime("%Y-%m"))
+    return quota.Windows(today(settings, now), provider)
+
+
+def next_reset(settings: Settings, provider: str, now: float, *, monthly: bool) -> float:
+    """When `provider`'s day (or month) window next starts, as a Unix time."""
+    from datetime import timedelta
+
+    local = _day(now, settings.reset_timezones[provider])
+    if monthly:
+        year, month = (local.year + 1, 1) if local.month == 12 else (local.year, local.month + 1)
+        start = local.replace(year=year, month=month, day=1, hour=0, minute=0, second=0)
+    else:
+        start = (local + timedelta(days=1)).replace(hour=0, minute=0, second=0)
+    return start.replace(microsecond=0).timestamp()
 
 
 def ceilings(settings: Settings) -> quota.Ceilings:
     return quota.Ceilings(
-        settings.daily_limits, settings.agent_allocations, settings.default_allocation
+        settings.daily_limits,
+        settings.agent_allocations,
+        settings.default_allocation,
+        settings.monthly_limits,
+        getattr(settings, "max_unconfigured_agents", None),
     )
 
 
 class Ledger:
-    """Quota operations for one call; every change happens under the state file's lock."""
+    """Quota operations for one call (or one server request); each change is one atomic step."""
 
-    def __init__(self, settings: Settings, now: float | None = None) -> None:
-        self.file = StateFile(settings.state_dir, QUOTA_FILE, settings.lock_timeout_ms)
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if store is None:
+            from .store import open_store
+
+            store = open_store(settings)
+        self.settings = settings
+        self.store = store
         self.ceilings = ceilings(settings)
-        self.today = today(settings, now)
+        self.clock = clock
+        self.today = today(settings, clock())
+
+    @property
+    def where(self) -> str:
+        return f"{self.store.where()}/{QUOTA_FILE}" if self.store.kind == "files" else (
+            self.store.where()
+        )
 
     # -- reads ---------------------------------------------------------------------------------
     def snapshot(self) -> Document:
-        """Today's document as it stands (not locked: atomic writes keep it whole)."""
-        return self._current(self.file.read())
+        """The document as it stands now (not locked: every write is whole)."""
+        return self._current(self.store.read(QUOTA_DOC), self.clock())
 
     def agent_status(self, agent_id: str) -> dict[str, Any]:
         doc = self.snapshot()
@@ -70,158 +110,141 @@ class Ledger:
         return quota.agent_status(doc, self.ceilings, agent_id)
 
     def full_status(self) -> dict[str, Any]:
-        return quota.full_status(self.snapshot(), self.ceilings)
+        now = self.clock()
+        doc = self._current(self.store.read(QUOTA_DOC), now)
+        status = quota.full_status(doc, self.ceilings)
+        status["windows"] = {p: self._window_status(doc, p, now) for p in PROVIDERS}
+        return status
+
+    def _window_status(self, doc: Document, p: str, now: float) -> dict[str, Any]:
+        s, c, window = self.settings, self.ceilings, doc["windows"][p]
+        seen = window["reported"]
+        current = seen if seen and seen["month"] == window["month"] else None
+        until = window["exhausted_until"]
+        price = s.prices_per_1000[p]
+        return {
+            "unit": s.units[p],
+            "reset_timezone": s.reset_timezones[p],
+            "daily": {
+                "used": window["day_used"],
+                "limit": c.daily_limits[p],
+                "resets_at": _iso(next_reset(s, p, now, monthly=False)),
+            },
+            "monthly": {
+                "used": window["month_used"],
+                "limit": s.monthly_limits[p],
+                "resets_at": _iso(next_reset(s, p, now, monthly=True)),
+            },
+            "headroom": quota.window_headroom(doc, c, p),
+            "provider_reported_remaining": (
+                None if current is None else int(max(0, quota.reported_remaining(doc, p)))
+            ),
+            "provider_reported_age_s": (
+                None if current is None else round(max(0.0, now - current["seen_at"]), 1)
+            ),
+            "exhausted_until": _iso(until) if until is not None and until > now else None,
+            "estimated_spend": (
+                None if price is None else round(window["month_used"] * price / 1000, 4)
+            ),
+        }
 
     # -- changes -------------------------------------------------------------------------------
-    def register(self, agent_id: str) -> None:
-        """Make `agent_id` a known agent for today; writes only the first time each day."""
-        doc = self.snapshot()
-        if agent_id in doc["agents"]:
-            return
+    def reserve(self, agent_id: str, provider: str) -> tuple[quota.Reservation, int]:
+        """Take one unit; returns (the reservation, queries_remaining after it).
 
-        def change(raw: Document | None) -> tuple[Document | None, None]:
-            doc = self._current(raw)
-            return (doc if quota.ensure_agent(doc, agent_id) else None), None
+        Raises QuotaExhausted (no unit in any source or window, or the provider said it is
+        exhausted) or UnknownAgent (past the cap of unconfigured agents)."""
 
-        self.file.update(change)
-
-    def reserve(self, agent_id: str, provider: str) -> tuple[str, int]:
-        """Take one unit; returns (source, queries_remaining after it). Raises QuotaExhausted."""
-
-        def change(raw: Document | None) -> tuple[Document, tuple[str, int]]:
-            doc = self._current(raw)
-            source = quota.reserve(doc, self.ceilings, agent_id, provider)
+        def change(raw: Document | None) -> tuple[Document, tuple[quota.Reservation, int]]:
+            now = self.clock()
+            doc = self._current(raw, now)
+            source = quota.reserve(doc, self.ceilings, agent_id, provider, now)
+            held = quota.reservation(doc, provider, source)
             left = quota.queries_remaining(doc, self.ceilings, agent_id, provider, source)
-            return doc, (source, left)
+            return doc, (held, left)
 
-        return self.file.update(change)
+        return self.store.update(QUOTA_DOC, change)
 
-    def refund(self, agent_id: str, provider: str, source: str) -> None:
-        """Give back a unit a failed request reserved."""
+    def settle(
+        self,
+        agent_id: str,
+        provider: str,
+        held: list[quota.Reservation],
+        charged: int,
+        observation: dict[str, Any] | None = None,
+    ) -> int | None:
+        """Make the units `held` the real charge, and record what the provider reported, in one
+        step. `observation`: `remaining`/`limit` (its monthly window) and/or `exhausted` ("day"
+        or "month": the provider said so; no request goes to it before that window resets).
+        Returns queries_remaining afterwards, or None when nothing had to change."""
+        if not held or (charged == len(held) and not observation):
+            return None
 
-        def change(raw: Document | None) -> tuple[Document | None, None]:
-            doc = self._current(raw)
-            return (doc if quota.refund(doc, agent_id, provider, source) else None), None
+        def change(raw: Document | None) -> tuple[Document | None, int]:
+            now = self.clock()
+            doc = self._current(raw, now)
+            changed = quota.settle(doc, agent_id, provider, held, charged)
+            if observation:
+                self._observe(doc, provider, observation, now)
+                changed = True
+            source = held[-1].source
+            left = quota.queries_remaining(doc, self.ceilings, agent_id, provider, source)
+            return (doc if changed else None), left
 
-        self.file.update(change)
+        return self.store.update(QUOTA_DOC, change)
+
+    def refund(self, agent_id: str, provider: str, held: quota.Reservation) -> None:
+        """Give back one unit nothing was billed for."""
+        self.settle(agent_id, provider, [held], 0)
 
     def complete(self, agent_id: str) -> dict[str, int]:
         """Mark the agent complete and release its unused allocation to the pool."""
 
         def change(raw: Document | None) -> tuple[Document, dict[str, int]]:
-            doc = self._current(raw)
+            doc = self._current(raw, self.clock())
             self._require_known(doc, agent_id)
             record = doc["agents"].get(agent_id)
             if record is not None and record["completed"]:
                 raise AlreadyComplete(agent_already_complete(agent_id))
             return doc, quota.complete(doc, self.ceilings, agent_id)
 
-        return self.file.update(change)
+        return self.store.update(QUOTA_DOC, change)
 
     # -- internals -----------------------------------------------------------------------------
+    def _observe(self, doc: Document, p: str, seen: dict[str, Any], now: float) -> None:
+        until = None
+        if seen.get("exhausted"):
+            until = next_reset(self.settings, p, now, monthly=seen["exhausted"] == "month")
+        quota.observe(
+            doc,
+            p,
+            now,
+            remaining=seen.get("remaining"),
+            limit=seen.get("limit"),
+            exhausted_until=until,
+            why=seen.get("why"),
+        )
+
     def _require_known(self, doc: Document, agent_id: str) -> None:
         known = agent_id in doc["agents"] or agent_id in self.ceilings.configured
         if not known and agent_id != "general":
             raise AgentNotFound(agent_not_found(agent_id))
 
-    def _current(self, raw: Document | None) -> Document:
-        """Today's document from whatever the file holds (nothing, ours, the Node skill's)."""
+    def _current(self, raw: Document | None, now: float) -> Document:
+        """The document as of `now` from whatever the store holds (nothing, ours, older ones)."""
         if raw is None:
-            return quota.new_day(self.today)
-        if raw.get("format") == quota.FORMAT:
-            doc = _checked(raw, self.file.path)
-        elif "agent_allocations" in raw or "providers" in raw:
-            doc = _from_node(raw, self.today, self.file.path)
+            doc = quota.new_day(today(self.settings, now))
         else:
-            raise _corrupt(self.file.path, "unknown layout")
-        # A later day starts fresh; an earlier one (clock moved back) never resets counters.
-        if doc["date"] < self.today:
-            return quota.new_day(self.today)
-        return doc
+            path = self.where
+            version = migrate.version_of(raw, path)
+            if version == quota.VERSION:
+                doc = migrate.checked(raw, path)
+            elif version == 1:
+                doc = migrate.from_v1(raw, path)
+            else:
+                doc = migrate.from_node(raw, self.ceilings, today(self.settings, now), path)
+        return quota.roll(doc, windows(self.settings, now))
 
 
-def _corrupt(path: str, why: str) -> StateCorrupt:
-    return StateCorrupt(
-        f"Quota file {path} is corrupt ({why}). It was left in place: repair or move it aside."
-    )
-
-
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _checked(doc: Document, path: str) -> Document:
-    """Reject a document whose shape the arithmetic cannot trust (hand-edited, truncated...)."""
-    try:
-        ok = isinstance(doc["date"], str) and len(doc["date"]) == 10
-        for p in PROVIDERS:
-            entry = doc["providers"][p]
-            keys = ("unattributed_used", "pool_used_unattributed")
-            ok = ok and all(_count(entry[k]) for k in keys)
-        for agent_id, rec in doc["agents"].items():
-            ok = ok and isinstance(agent_id, str) and isinstance(rec["completed"], bool)
-            for p in PROVIDERS:
-                ok = ok and _count(rec["released"][p])
-                ok = ok and all(_count(rec[p][s]) for s in quota.SOURCES)
-    except (KeyError, TypeError, AttributeError):
-        ok = False
-    if not ok:
-        raise _corrupt(path, "unexpected structure")
-    return doc
-
-
-def _node_date(raw: Document, path: str) -> str | None:
-    for key in ("date", "last_reset", "lastReset", "reset_date", "day"):
-        value = raw.get(key)
-        if isinstance(value, str) and len(value) >= 10 and value[4] == "-" and value[7] == "-":
-            return value[:10]
-    try:
-        import os
-
-        return time.strftime("%Y-%m-%d", time.gmtime(os.stat(path).st_mtime))
-    except OSError:
-        return None
-
-
-def _from_node(raw: Document, day: str, path: str) -> Document:
-    """Carry today's counts over from the Node skill's file so nobody's budget resets mid-day.
-
-    Per agent, `<p>_used` units count as spent from its allocation up to the Node allocation and
-    as provider-direct beyond it (the Node file does not say which); a completed agent released
-    the rest of its allocation. Provider `used` beyond what agents account for is kept as
-    unattributed use, and pool units the Node file shows as already drawn likewise: every unit
-    the old skill spent still counts against the daily limit.
-    """
-    date = _node_date(raw, path) or day
-    doc = quota.new_day(date)
-    if date < day:
-        return doc
-    agents = raw.get("agent_allocations") or {}
-    providers = raw.get("providers") or {}
-    if not isinstance(agents, dict) or not isinstance(providers, dict):
-        raise _corrupt(path, "unexpected structure")
-    for agent_id, entry in agents.items():
-        if not isinstance(entry, dict):
-            raise _corrupt(path, "unexpected structure")
-        rec = quota.new_agent()
-        rec["completed"] = entry.get("completed") is True
-        for p in PROVIDERS:
-            allocated = entry.get(p, 0) if _count(entry.get(p, 0)) else 0
-            used = entry.get(f"{p}_used", 0) if _count(entry.get(f"{p}_used", 0)) else 0
-            rec[p]["allocation"] = min(used, allocated)
-            rec[p]["direct"] = used - rec[p]["allocation"]
-            if rec["completed"]:
-                rec["released"][p] = allocated - rec[p]["allocation"]
-        doc["agents"][agent_id] = rec
-    for p in PROVIDERS:
-        entry = providers.get(p) or {}
-        if not isinstance(entry, dict):
-            raise _corrupt(path, "unexpected structure")
-        used = entry.get("used", 0) if _count(entry.get("used", 0)) else 0
-        by_agents = sum(quota.agent_used(doc, a, p) for a in doc["agents"])
-        doc["providers"][p]["unattributed_used"] = max(0, used - by_agents)
-        pool_left = entry.get("shared_pool")
-        if _count(pool_left):
-            drawn = quota.pool_size(doc, p) - pool_left
-            doc["providers"][p]["pool_used_unattributed"] = max(0, drawn)
-    return doc
+def _iso(moment: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))

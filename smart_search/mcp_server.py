@@ -264,9 +264,9 @@ class Service:
         try:
             request = self.request(tool, arguments)
         except SearchError as err:  # the config that holds the default is broken
-            from .tools import error_result, search_error_result
+            from .tools import failure_result
 
-            return search_error_result(err) if tool == "smart_search" else error_result(err)
+            return failure_result(tool, err)
         with cancel_scope(scope or CancelScope()):
             return handle_request(request, self.environ, settings_loader=self.settings)
 
@@ -286,12 +286,12 @@ class Service:
         }
 
     def _breakers(self) -> dict[str, Any]:
-        from .breaker import Breaker, _entry
+        from .breaker import BREAKER_DOC, Breaker, _entry
         from .config import ENGINES, PROVIDERS
         from .errors import SearchError
 
         try:
-            doc = Breaker(self.settings()).file.read()
+            doc = Breaker(self.settings()).store.read(BREAKER_DOC)
         except SearchError as err:
             return {"error": err.message, "error_code": err.error_code}
         closed = {"state": "closed", "failures": 0, "opened_at": 0.0, "trial_at": 0.0}

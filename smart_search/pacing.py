@@ -1,8 +1,9 @@
 """web_fetch pacing: requests to one engine at least `web_fetch_min_interval_ms` apart across ALL
 processes (RULINGS §5). The predecessor's in-process delay never fired for a one-shot CLI.
 
-Each engine's next free start time is kept in the state directory. A caller claims the next slot
-under the lock and then sleeps until that slot's wall-clock time; if the slot lies beyond its
+Each engine's next free start time is kept in the shared store (`store/`, "pacing"). A caller
+claims the next slot in one atomic update and then sleeps until that slot's wall-clock time; if
+the slot lies beyond its
 deadline it claims nothing and gives up at once, so pacing never pushes a call past
 `total_timeout_ms`. The sleep aims at the slot itself, not at a duration measured inside the lock:
 the lock holder's write and fsync take a variable few milliseconds, and a duration counted from
@@ -14,13 +15,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .errors import PROVIDER_LABELS, Timeout
-from .state import StateFile
 
-PACING_FILE = "search-pacing.json"
+if TYPE_CHECKING:
+    from .store import Store
+
+PACING_DOC = "pacing"
 
 
 def wait_for_slot(
@@ -31,11 +34,15 @@ def wait_for_slot(
     clock: Callable[[], float] = time.time,
     monotonic: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    store: Store | None = None,
 ) -> float:
     """Block until `engine` may be requested; returns the seconds waited."""
     interval = settings.web_fetch_min_interval_ms / 1000.0
     horizon = settings.total_timeout_ms / 1000.0 + interval
-    state = StateFile(settings.state_dir, PACING_FILE, settings.lock_timeout_ms, advisory=True)
+    if store is None:
+        from .store import open_store
+
+        store = open_store(settings)
 
     def claim(doc: dict[str, Any] | None) -> tuple[dict[str, Any] | None, float | None]:
         doc = doc or {}
@@ -55,7 +62,7 @@ def wait_for_slot(
         doc[engine] = slot
         return doc, slot
 
-    slot = state.update(claim)
+    slot = store.update(PACING_DOC, claim)
     if slot is None:
         raise Timeout(
             f"{PROVIDER_LABELS[engine]} pacing: the next request slot lies past the deadline."

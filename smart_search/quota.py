@@ -1,32 +1,49 @@
-"""Quota arithmetic (RULINGS §4): pure functions over one day's ledger document.
+"""Quota arithmetic (RULINGS §4, the billing issue): pure functions over one ledger document.
 
-Config owns the ceilings (`Ceilings`: daily limits, allocations); the document owns the live
-counters. Nothing here does I/O, so every rule is testable with plain dicts.
+Config owns the ceilings (`Ceilings`: windows' limits, allocations); the document owns the live
+counters. Nothing here does I/O or reads a clock, so every rule is testable with plain dicts.
 
-Document layout (one UTC day, or the configured zone's day):
+Document layout:
 
-    {"format": "smart-search/quota@1", "date": "YYYY-MM-DD",
-     "providers": {p: {"unattributed_used": n, "pool_used_unattributed": n}},
+    {"format": "smart-search/quota@2",
+     "date": "YYYY-MM-DD",                      # the agents' day (UTC or `timezone`)
      "agents": {id: {"completed": bool, "released": {p: n},
-                     p: {"allocation": n, "pool": n, "direct": n}}}}
+                     p: {"allocation": n, "pool": n, "direct": n}}},
+     "carried": {p: {"used": n, "pool_used": n}},   # agents' day: units a predecessor's file
+                                                    # spent that no agent can be charged with
+     "windows": {p: {"day": "YYYY-MM-DD", "day_used": n,      # on the provider's own clock
+                     "month": "YYYY-MM", "month_used": n,
+                     "reported": null | {"remaining": n, "limit": n | null, "seen_at": t,
+                                         "used_at_seen": n, "month": "YYYY-MM"},
+                     "exhausted_until": null | t, "exhausted_why": null | text}}}
 
-`unattributed_*` only hold units carried over from a predecessor's file that cannot be pinned on
-one agent; they count against every ceiling like any other spent unit.
+Two kinds of window, each on its own clock:
+- the agents' day (`timezone`): allocations, the shared pool and provider-direct headroom;
+- each provider's day and month (`providers.<p>.reset_timezone`): what the provider counts.
+A later day or month starts fresh counters; an earlier one (a clock moved back) never resets.
 
-Per provider p, with L the daily limit and A the sum of the allocations of every known agent:
-- allocation source: allocated(agent) - used from allocation (0 once completed);
+Per provider p, with L the daily limit, M the monthly limit, A the allocations of known agents:
+- allocation: allocated(agent) - used from allocation (0 once completed);
 - shared pool: released by completed agents - used from the pool;
-- provider direct: L - A - used directly;
-- and, above all three, total used <= L.
+- provider direct: L - A - used directly today;
+- and above all three, the window headroom: min(L - day_used, M - month_used, what the provider
+  last reported as remaining less what we spent since), and nothing while an exhaustion mark the
+  provider gave us is in force.
+
+Top-level keys differ from the first version's (`providers`), so an older smart-search reading
+this file refuses it as corrupt instead of mistaking it for a predecessor's and resetting it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
-from .errors import QuotaExhausted
+from .errors import QuotaExhausted, UnknownAgent
 
-FORMAT = "smart-search/quota@1"
+FORMAT = "smart-search/quota@2"
+FORMAT_PREFIX = "smart-search/quota@"
+VERSION = 2
 PROVIDERS = ("gemini", "brave")
 SOURCES = ("allocation", "pool", "direct")
 # quota_source values in results, per source.
@@ -35,25 +52,37 @@ SOURCE_NAMES = {
     "pool": "shared_pool",
     "direct": "provider_direct",
 }
+LABELS = {"gemini": "Gemini", "brave": "Brave"}
 
 Document = dict[str, Any]
 
 
 class Ceilings:
-    """The config side of the arithmetic: daily limits and who is allocated what."""
+    """The config side of the arithmetic: both windows' limits and who is allocated what."""
 
     def __init__(
         self,
         daily_limits: dict[str, int],
         configured: dict[str, dict[str, int]],
         default_allocation: dict[str, int],
+        monthly_limits: dict[str, int] | None = None,
+        max_unconfigured_agents: int | None = None,
     ) -> None:
         self.daily_limits = daily_limits
+        self.monthly_limits = monthly_limits or {}
         self.configured = configured
         self.default_allocation = default_allocation
+        self.max_unconfigured_agents = max_unconfigured_agents
+        # Summed once: a search must not walk 100,000 configured agents per reservation.
+        self._configured_totals = {
+            p: sum(alloc.get(p, 0) for alloc in configured.values()) for p in PROVIDERS
+        }
 
     def allocation(self, agent_id: str, provider: str) -> int:
         return self.configured.get(agent_id, self.default_allocation).get(provider, 0)
+
+    def monthly_limit(self, provider: str) -> float:
+        return self.monthly_limits.get(provider, math.inf)
 
     def known_agents(self, doc: Document) -> list[str]:
         """Configured agents plus those registered today (configured first, in config order)."""
@@ -61,14 +90,64 @@ class Ceilings:
         agents.extend(a for a in doc["agents"] if a not in self.configured)
         return agents
 
+    def allocated_total(self, doc: Document, provider: str) -> int:
+        unconfigured = sum(1 for a in doc["agents"] if a not in self.configured)
+        return self._configured_totals[provider] + unconfigured * self.default_allocation.get(
+            provider, 0
+        )
 
-def new_day(date: str) -> Document:
+
+class Reservation(NamedTuple):
+    """One reserved unit and the windows it was counted in (so a late settle never touches a
+    window that has since rolled over)."""
+
+    source: str
+    date: str
+    day: str
+    month: str
+
+
+class Windows(NamedTuple):
+    """What the clock says: the agents' day and each provider's (day, month)."""
+
+    date: str
+    provider: dict[str, tuple[str, str]]
+
+
+def new_window() -> dict[str, Any]:
+    return {
+        "day": "",
+        "day_used": 0,
+        "month": "",
+        "month_used": 0,
+        "reported": None,
+        "exhausted_until": None,
+        "exhausted_why": None,
+    }
+
+
+def new_day(date: str, windows: dict[str, Any] | None = None) -> Document:
     return {
         "format": FORMAT,
         "date": date,
-        "providers": {p: {"unattributed_used": 0, "pool_used_unattributed": 0} for p in PROVIDERS},
         "agents": {},
+        "carried": {p: {"used": 0, "pool_used": 0} for p in PROVIDERS},
+        "windows": windows if windows is not None else {p: new_window() for p in PROVIDERS},
     }
+
+
+def roll(doc: Document, now: Windows) -> Document:
+    """The document as of `now`: later windows start fresh, earlier ones never reset."""
+    if doc["date"] < now.date:
+        doc = new_day(now.date, doc["windows"])
+    for p, (day, month) in now.provider.items():
+        window = doc["windows"][p]
+        if window["day"] < day:
+            window["day"], window["day_used"] = day, 0
+        if window["month"] < month:
+            window["month"], window["month_used"] = month, 0
+            window["reported"] = None
+    return doc
 
 
 def new_agent() -> dict[str, Any]:
@@ -78,10 +157,22 @@ def new_agent() -> dict[str, Any]:
     return record
 
 
-def ensure_agent(doc: Document, agent_id: str) -> bool:
-    """Register `agent_id` in today's document; True when that changed the document."""
+def ensure_agent(doc: Document, c: Ceilings, agent_id: str) -> bool:
+    """Register `agent_id` in today's document; True when that changed the document.
+
+    Unconfigured agents are capped per day (`max_unconfigured_agents`): an endless stream of
+    invented ids must not grow the ledger, and with it every search's cost, without bound."""
     if agent_id in doc["agents"]:
         return False
+    cap = c.max_unconfigured_agents
+    if cap is not None and agent_id not in c.configured:
+        unconfigured = sum(1 for a in doc["agents"] if a not in c.configured)
+        if unconfigured >= cap:
+            raise UnknownAgent(
+                f'Agent "{agent_id}" is not in openclaw.json and {cap} unconfigured agents '
+                "have already searched today (max_unconfigured_agents). Add it to "
+                "agent_allocations or raise the cap."
+            )
     doc["agents"][agent_id] = new_agent()
     return True
 
@@ -103,12 +194,13 @@ def allocation_remaining(doc: Document, c: Ceilings, agent_id: str, provider: st
 
 
 def total_used(doc: Document, provider: str) -> int:
-    extra = doc["providers"][provider]["unattributed_used"]
+    """Units spent in the agents' day, by every agent and carried over."""
+    extra = doc["carried"][provider]["used"]
     return extra + sum(agent_used(doc, a, provider) for a in doc["agents"])
 
 
 def allocated_total(doc: Document, c: Ceilings, provider: str) -> int:
-    return sum(c.allocation(a, provider) for a in c.known_agents(doc))
+    return c.allocated_total(doc, provider)
 
 
 def pool_size(doc: Document, provider: str) -> int:
@@ -116,24 +208,51 @@ def pool_size(doc: Document, provider: str) -> int:
 
 
 def pool_remaining(doc: Document, provider: str) -> int:
-    used = doc["providers"][provider]["pool_used_unattributed"]
+    used = doc["carried"][provider]["pool_used"]
     used += sum(rec[provider]["pool"] for rec in doc["agents"].values())
     return max(0, pool_size(doc, provider) - used)
 
 
 def direct_headroom(doc: Document, c: Ceilings, provider: str) -> int:
-    used = doc["providers"][provider]["unattributed_used"]
+    used = doc["carried"][provider]["used"]
     used += sum(rec[provider]["direct"] for rec in doc["agents"].values())
     return max(0, c.daily_limits[provider] - allocated_total(doc, c, provider) - used)
 
 
+def reported_remaining(doc: Document, provider: str) -> float:
+    """What the provider last said is left this month, less what we spent since it said so."""
+    window = doc["windows"][provider]
+    seen = window["reported"]
+    if not seen or seen["month"] != window["month"]:
+        return math.inf
+    return seen["remaining"] - max(0, window["month_used"] - seen["used_at_seen"])
+
+
+def window_headroom(doc: Document, c: Ceilings, provider: str) -> int:
+    """Units left in every window at once: ours (day, month) and the provider's own word."""
+    window = doc["windows"][provider]
+    left = min(
+        c.daily_limits[provider] - window["day_used"],
+        c.monthly_limit(provider) - window["month_used"],
+        reported_remaining(doc, provider),
+    )
+    return int(max(0, left))
+
+
 def limit_headroom(doc: Document, c: Ceilings, provider: str) -> int:
-    return max(0, c.daily_limits[provider] - total_used(doc, provider))
+    return window_headroom(doc, c, provider)
 
 
-def pick_source(doc: Document, c: Ceilings, agent_id: str, provider: str) -> str | None:
-    """The first source with a unit for this agent, or None. The daily limit caps them all."""
-    if limit_headroom(doc, c, provider) <= 0:
+def exhausted(doc: Document, provider: str, now: float | None) -> bool:
+    until = doc["windows"][provider]["exhausted_until"]
+    return until is not None and now is not None and now < until
+
+
+def pick_source(
+    doc: Document, c: Ceilings, agent_id: str, provider: str, now: float | None = None
+) -> str | None:
+    """The first source with a unit for this agent, or None. The windows cap them all."""
+    if exhausted(doc, provider, now) or window_headroom(doc, c, provider) <= 0:
         return None
     if allocation_remaining(doc, c, agent_id, provider) > 0:
         return "allocation"
@@ -144,24 +263,118 @@ def pick_source(doc: Document, c: Ceilings, agent_id: str, provider: str) -> str
     return None
 
 
-def reserve(doc: Document, c: Ceilings, agent_id: str, provider: str) -> str:
+def exhausted_message(doc: Document, c: Ceilings, provider: str, now: float | None) -> str:
+    """Why `provider` has no unit: the provider's own word, a window, or our sources."""
+    label = LABELS[provider]
+    window = doc["windows"][provider]
+    if exhausted(doc, provider, now):
+        from datetime import UTC, datetime
+
+        when = datetime.fromtimestamp(window["exhausted_until"], UTC).strftime("%Y-%m-%dT%H:%MZ")
+        return f"{label} reported its quota exhausted; it resets at {when}."
+    if window["month_used"] >= c.monthly_limit(provider):
+        return f"{label} quota is exhausted for this month."
+    if reported_remaining(doc, provider) <= 0:
+        return f"{label} reported no quota left for this month."
+    return f"{label} quota is exhausted for today."
+
+
+def _charge(doc: Document, agent_id: str, provider: str, source: str, units: int) -> None:
+    doc["agents"][agent_id][provider][source] += units
+    window = doc["windows"][provider]
+    window["day_used"] += units
+    window["month_used"] += units
+
+
+def reserve(
+    doc: Document, c: Ceilings, agent_id: str, provider: str, now: float | None = None
+) -> str:
     """Take one unit for `agent_id` from `provider` (mutates doc); returns the source."""
-    ensure_agent(doc, agent_id)
-    source = pick_source(doc, c, agent_id, provider)
+    source = pick_source(doc, c, agent_id, provider, now)
     if source is None:
-        raise QuotaExhausted(f"{provider.capitalize()} quota is exhausted for today.")
-    doc["agents"][agent_id][provider][source] += 1
+        raise QuotaExhausted(exhausted_message(doc, c, provider, now))
+    ensure_agent(doc, c, agent_id)
+    _charge(doc, agent_id, provider, source, 1)
     return source
 
 
-def refund(doc: Document, agent_id: str, provider: str, source: str) -> bool:
-    """Give back a unit a failed request reserved; False when there is nothing to give back
-    (the day rolled over in between, so the unit belongs to a reset counter)."""
-    record = doc["agents"].get(agent_id)
-    if record is None or record[provider][source] <= 0:
+def reservation(doc: Document, provider: str, source: str) -> Reservation:
+    window = doc["windows"][provider]
+    return Reservation(source, doc["date"], window["day"], window["month"])
+
+
+def settle(
+    doc: Document, agent_id: str, provider: str, held: list[Reservation], charged: int
+) -> bool:
+    """Turn the units `held` into the real charge (mutates doc); True when anything changed.
+
+    Fewer units than held: the last ones are given back to their sources. More (Gemini ran three
+    search queries for one prompt): the extra is charged to the last unit's source, even past an
+    allocation or a window: the provider has already billed it. A unit whose window has rolled
+    over since it was taken belongs to a reset counter and is left alone.
+    """
+    if not held or charged == len(held):
         return False
-    record[provider][source] -= 1
-    return True
+    record = doc["agents"].get(agent_id)
+    window = doc["windows"][provider]
+    changed = False
+    if charged > len(held):
+        last = held[-1]
+        if record is not None and last.date == doc["date"]:
+            record[provider][last.source] += charged - len(held)
+            changed = True
+        if last.day == window["day"]:
+            window["day_used"] += charged - len(held)
+            changed = True
+        if last.month == window["month"]:
+            window["month_used"] += charged - len(held)
+            changed = True
+        return changed
+    for unit in held[charged:]:
+        if record is not None and unit.date == doc["date"] and record[provider][unit.source] > 0:
+            record[provider][unit.source] -= 1
+            changed = True
+        if unit.day == window["day"] and window["day_used"] > 0:
+            window["day_used"] -= 1
+            changed = True
+        if unit.month == window["month"] and window["month_used"] > 0:
+            window["month_used"] -= 1
+            changed = True
+    return changed
+
+
+def refund(doc: Document, agent_id: str, provider: str, source: str) -> bool:
+    """Give back one unit taken today from `source`; False when there is nothing to give back
+    (the day rolled over in between, so the unit belongs to a reset counter)."""
+    return settle(doc, agent_id, provider, [reservation(doc, provider, source)], 0)
+
+
+def observe(
+    doc: Document,
+    provider: str,
+    now: float,
+    *,
+    remaining: int | None = None,
+    limit: int | None = None,
+    exhausted_until: float | None = None,
+    why: str | None = None,
+) -> None:
+    """Record what the provider itself said: its monthly remaining, or that it is exhausted
+    until a reset time. A provider that says less is left than we think wins; one that says
+    more never raises our limit (headroom is the smaller of the two)."""
+    window = doc["windows"][provider]
+    if remaining is not None:
+        window["reported"] = {
+            "remaining": max(0, remaining),
+            "limit": limit,
+            "seen_at": now,
+            "used_at_seen": window["month_used"],
+            "month": window["month"],
+        }
+    if exhausted_until is not None and exhausted_until > now:
+        current = window["exhausted_until"]
+        window["exhausted_until"] = max(exhausted_until, current or 0)
+        window["exhausted_why"] = why
 
 
 def queries_remaining(
@@ -175,9 +388,9 @@ def queries_remaining(
 
 def complete(doc: Document, c: Ceilings, agent_id: str) -> dict[str, int]:
     """Mark the agent done and move its unused allocation into the pool; returns what moved."""
-    ensure_agent(doc, agent_id)
-    record = doc["agents"][agent_id]
     released = {p: allocation_remaining(doc, c, agent_id, p) for p in PROVIDERS}
+    ensure_agent(doc, c, agent_id)
+    record = doc["agents"][agent_id]
     record["released"] = released
     record["completed"] = True
     return released
@@ -195,17 +408,20 @@ def agent_status(doc: Document, c: Ceilings, agent_id: str) -> dict[str, Any]:
     return status
 
 
+def provider_totals(doc: Document, c: Ceilings, provider: str) -> dict[str, Any]:
+    """The spec's per-provider totals (agents' day) for the full status object."""
+    return {
+        "daily_limit": c.daily_limits[provider],
+        "used": total_used(doc, provider),
+        "remaining": window_headroom(doc, c, provider),
+        "allocated": allocated_total(doc, c, provider),
+        "shared_pool": pool_remaining(doc, provider),
+        "direct_headroom": direct_headroom(doc, c, provider),
+    }
+
+
 def full_status(doc: Document, c: Ceilings) -> dict[str, Any]:
-    providers = {}
-    for p in PROVIDERS:
-        providers[p] = {
-            "daily_limit": c.daily_limits[p],
-            "used": total_used(doc, p),
-            "remaining": limit_headroom(doc, c, p),
-            "allocated": allocated_total(doc, c, p),
-            "shared_pool": pool_remaining(doc, p),
-            "direct_headroom": direct_headroom(doc, c, p),
-        }
+    providers = {p: provider_totals(doc, c, p) for p in PROVIDERS}
     agents = {a: agent_status(doc, c, a) for a in c.known_agents(doc)}
     for status in agents.values():
         del status["agent_id"]

@@ -37,22 +37,26 @@ def run_with_retries(
     rand: Callable[[], float] = random.random,
     clock: Callable[[], float] = time.monotonic,
     min_attempt_s: float = MIN_ATTEMPT_S,
-) -> tuple[T, int]:
-    """Call `attempt` until it succeeds, returning `(result, retries made)`.
+    may_retry: Callable[[], bool] = lambda: True,
+) -> tuple[T | None, SearchError | None, int]:
+    """Call `attempt` until it succeeds: `(result, None, retries made)`, or `(None, the last
+    error, retries made)` once nothing is left to try.
 
-    Raises the last `SearchError` with its `retries` attribute set to the retries made. Anything
-    that is not a `SearchError` is a bug and propagates untouched, without a retry.
+    `may_retry` is asked last, before each retry (the quota gate: a retry after an attempt that
+    may have been billed needs a unit of its own). Anything that is not a `SearchError` is a bug
+    and propagates untouched, without a retry.
     """
     retries = 0
     while True:
         try:
-            return attempt(), retries
+            return attempt(), None, retries
         except SearchError as err:
             wait = backoff_seconds(err, retries, base_delay_ms, rand)
             out_of_attempts = retries + 1 >= max_attempts
             if not err.retryable or out_of_attempts or clock() + wait + min_attempt_s > deadline:
-                err.retries = retries
-                raise
+                return None, err, retries
+            if not may_retry():
+                return None, err, retries
             if wait > 0:
                 sleep(wait)
             retries += 1

@@ -72,9 +72,9 @@ def handle_request(
 
 
 def _error(tool: str | None, err: SearchError) -> dict[str, Any]:
-    from .tools import error_result, search_error_result
+    from .tools import failure_result
 
-    return search_error_result(err) if tool == "smart_search" else error_result(err)
+    return failure_result(tool, err)
 
 
 def _record_internal(exc: BaseException, settings: Any, environ: Any) -> None:

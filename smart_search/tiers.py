@@ -1,44 +1,68 @@
-"""Walks a plan's tiers under one deadline: breaker, pacing, quota reserve/refund, the call itself.
+"""Walks a plan's tiers under one deadline: breaker, pacing, quota, the call itself.
 
-The I/O of a tier goes through a `Backends` object: `call_api(provider, query, settings, deadline)`
-→ (Answer, retries) and `fetch_engine(engine, query, settings, deadline)` → list of results. The
-real ones live in `providers/` and `engines/`; tests swap in fakes at this seam.
+`run_tiers(tiers, run)` tries each tier in order until one answers. `run` is one frozen `Run`:
+who asks what, with which settings, ledger, breaker, pacing and network (`Backends`), by when.
+Every tier ends as one `Attempt` record (the `attempt` schema); the walk never raises except for
+state trouble (`StateError`: spending blind is never safe).
 
-Failure policy:
-- API tier: no key → skipped (not_configured); breaker open → skipped (circuit_open); no quota
-  unit → skipped (quota_exhausted). Otherwise one unit is reserved before the request and refunded
-  if the request fails.
-- web_fetch tier: a finance query in Strategy A → skipped (finance_blocked); breaker; pacing.
-- Ledger trouble (lock timeout, corrupt file) ends the call at once: spending blind is never safe.
+API tier: no key → skipped (not_configured); breaker open → skipped (circuit_open); no unit in
+any source or window, or the provider told us it is exhausted → skipped (quota_exhausted).
+Otherwise one unit is reserved before the request, a retry after an attempt that may have been
+billed reserves another, and afterwards the ledger is settled to what the provider really billed
+(`ProviderCall.units`), together with anything it reported about our quota.
+
+web_fetch tier: a finance query in Strategy A → skipped (finance_blocked); breaker; pacing; one
+request. Answers pass the sanitizer here, as each tier answers, so an all-junk answer fails its
+tier instead of passing as a success.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from . import quota
-from .breaker import Breaker
-from .config import Settings
 from .errors import (
     ALL_EXHAUSTED,
+    BRAVE_NOT_CONFIGURED,
     FINANCE_BLOCKED,
+    GEMINI_NOT_CONFIGURED,
+    PROVIDER_LABELS,
     WEB_FETCH_WARNING,
+    AllExhausted,
     FinanceBlocked,
-    LockTimeout,
+    NoResults,
+    NotConfigured,
+    QuotaExhausted,
     SearchError,
-    StateCorrupt,
+    StateError,
     Timeout,
+    error_class,
 )
-from .ledger import Ledger
-from .planner import Tier
+
+if TYPE_CHECKING:
+    from .breaker import Breaker
+    from .config import Settings
+    from .engines import EngineCall
+    from .ledger import Ledger
+    from .planner import Tier
+    from .providers import ProviderCall
+
+NOT_CONFIGURED = {"gemini": GEMINI_NOT_CONFIGURED, "brave": BRAVE_NOT_CONFIGURED}
 
 
 class Backends(Protocol):
+    """The network seam: the real one is `RealBackends`; tests swap in fakes here."""
+
     def call_api(
-        self, provider: str, query: str, settings: Settings, deadline: float
-    ) -> tuple[Any, int]: ...
+        self,
+        provider: str,
+        query: str,
+        settings: Settings,
+        deadline: float,
+        may_retry: Callable[[int], bool],
+    ) -> ProviderCall: ...
 
     def fetch_engine(
         self,
@@ -47,21 +71,26 @@ class Backends(Protocol):
         settings: Settings,
         deadline: float,
         before_send: Callable[[], object],
-    ) -> list[dict[str, str]]:
+    ) -> EngineCall:
         """Fetch and parse one engine page; call `before_send` (the pacing wait) last thing
         before the request leaves."""
         ...
 
 
 class RealBackends:
-    """The network: imported only when a tier actually runs (httpx, bs4 are costly to import)."""
+    """The network: imported only when a tier actually runs (httpx and lxml cost to import)."""
 
     def call_api(
-        self, provider: str, query: str, settings: Settings, deadline: float
-    ) -> tuple[Any, int]:
+        self,
+        provider: str,
+        query: str,
+        settings: Settings,
+        deadline: float,
+        may_retry: Callable[[int], bool],
+    ) -> ProviderCall:
         from .providers import call_provider
 
-        return call_provider(provider, query, settings, deadline)
+        return call_provider(provider, query, settings, deadline, may_retry=may_retry)
 
     def fetch_engine(
         self,
@@ -70,232 +99,230 @@ class RealBackends:
         settings: Settings,
         deadline: float,
         before_send: Callable[[], object],
-    ) -> list[dict[str, str]]:
+    ) -> EngineCall:
         from .engines import fetch_engine
 
         return fetch_engine(engine, query, settings, deadline, before_send)
 
 
-class Outcome:
-    """What a whole smart_search walk produced, before shaping into the result object."""
+class Run(NamedTuple):
+    """Everything one smart_search walk needs, fixed for its whole length."""
 
-    def __init__(self) -> None:
-        self.results: Any = None
-        self.citations: list[dict[str, str]] = []
-        self.provider_used: str | None = None
-        self.engine: str | None = None
-        self.quota_source = "none"
-        self.queries_remaining: int | None = None
-        self.warnings: list[str] = []
-        self.error: SearchError | None = None
-        self.attempts: list[dict[str, Any]] = []
-
-
-def _attempt(tier: Tier, started: float) -> dict[str, Any]:
-    return {
-        "tier": tier.number,
-        "provider": tier.provider,
-        "engine": tier.engine,
-        "outcome": "success",
-        "error_code": None,
-        "error": None,
-        "http_status": None,
-        "retries": 0,
-        "latency_ms": round((time.monotonic() - started) * 1000, 1),
-        "attempt_latencies_ms": [],
-        "quota_source": None,
-    }
+    agent_id: str
+    query: str  # whitespace folded
+    settings: Settings
+    ledger: Ledger
+    backends: Backends
+    deadline: float  # time.monotonic() by which the call must end
+    breaker: Breaker
+    pace: Callable[..., object]  # pacing.wait_for_slot(settings, engine, deadline)
+    api_query: dict[str, str]  # the query each API is sent (Brave's fitted to its limits)
+    api_warnings: dict[str, str | None]
 
 
-def _failed(record: dict[str, Any], err: SearchError, outcome: str) -> dict[str, Any]:
-    record["outcome"] = outcome
-    record["error_code"] = err.error_code
-    record["error"] = err.message
-    record["http_status"] = err.http_status
-    record["retries"] = err.retries
-    record["attempt_latencies_ms"] = list(err.attempt_latencies_ms)
-    return record
+class Attempt(NamedTuple):
+    """One tier's record, exactly the `attempt` schema."""
+
+    tier: int
+    provider: str
+    engine: str | None
+    outcome: str  # success | skipped | failed
+    error_code: str | None
+    error: str | None
+    http_status: int | None
+    retries: int
+    latency_ms: float
+    attempt_latencies_ms: list[float]
+    quota_source: str | None
+    units: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return self._asdict()
 
 
-def run_tiers(
-    tiers: list[Tier],
+class Outcome(NamedTuple):
+    """What a whole walk produced, before shaping into the result object."""
+
+    attempts: list[Attempt]
+    error: SearchError | None = None
+    results: Any = None
+    citations: list[dict[str, str]] = []
+    provider_used: str | None = None
+    engine: str | None = None
+    quota_source: str = "none"
+    queries_remaining: int | None = None
+    warning: str | None = None
+
+
+def _record(
+    tier: Tier,
+    started: float,
+    outcome: str,
+    err: SearchError | None = None,
     *,
-    agent_id: str,
-    query: str,
-    settings: Settings,
-    ledger: Ledger,
-    backends: Backends,
-    deadline: float,
-    breaker: Breaker | None = None,
-    pace: Any = None,
-) -> Outcome:
-    """Try each tier in order until one answers; never raises SearchError except ledger ones."""
-    breaker = breaker or Breaker(settings)
-    if pace is None:
-        from .pacing import wait_for_slot as pace
-    out = Outcome()
+    http_status: int | None = None,
+    retries: int = 0,
+    latencies: list[float] | None = None,
+    quota_source: str | None = None,
+    units: int = 0,
+) -> Attempt:
+    return Attempt(
+        tier=tier.number,
+        provider=tier.provider,
+        engine=tier.engine,
+        outcome=outcome,
+        error_code=None if err is None else err.error_code,
+        error=None if err is None else err.message,
+        http_status=http_status if err is None or http_status else err.http_status,
+        retries=retries,
+        latency_ms=round((time.monotonic() - started) * 1000, 1),
+        attempt_latencies_ms=list(latencies or []),
+        quota_source=quota_source,
+        units=units,
+    )
+
+
+def fit_api_queries(query: str, settings: Settings) -> tuple[dict[str, str], dict[str, Any]]:
+    """The query each API is sent, fitted once: Brave takes at most 400 characters, 50 words."""
+    from .providers.brave import fit_query
+
+    fitted, warning = fit_query(query)
+    return {"gemini": query, "brave": fitted}, {"gemini": None, "brave": warning}
+
+
+def run_tiers(tiers: list[Tier], run: Run) -> Outcome:
+    """Try each tier in order until one answers; raises only StateError."""
+    attempts: list[Attempt] = []
     for tier in tiers:
         started = time.monotonic()
-        if started >= deadline:
-            err = Timeout("The call's total_timeout_ms ran out before this tier.")
-            out.attempts.append(_failed(_attempt(tier, started), err, "skipped"))
+        if started >= run.deadline:
+            late = Timeout("The call's total_timeout_ms ran out before this tier.")
+            attempts.append(_record(tier, started, "skipped", late))
             continue
-        if tier.is_api:
-            done = _api_tier(
-                tier,
-                out,
-                agent_id,
-                query,
-                settings,
-                ledger,
-                backends,
-                deadline,
-                breaker,
-                started,
-            )
-        else:
-            done = _web_tier(tier, out, query, settings, backends, deadline, breaker, pace, started)
-        if done:
-            return out
-    out.error = _final_error(out.attempts)
-    return out
+        walk = _api_tier if tier.is_api else _web_tier
+        attempt, answer = walk(tier, run, started)
+        attempts.append(attempt)
+        if answer is not None:
+            return answer._replace(attempts=attempts)
+    return Outcome(attempts=attempts, error=final_error(attempts))
 
 
-def _api_tier(
-    tier: Tier,
-    out: Outcome,
-    agent_id: str,
-    query: str,
-    settings: Settings,
-    ledger: Ledger,
-    backends: Backends,
-    deadline: float,
-    breaker: Breaker,
-    started: float,
-) -> bool:
+def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | None]:
     provider = tier.provider
-    if settings.api_keys.get(provider) is None:
-        from .errors import BRAVE_NOT_CONFIGURED, GEMINI_NOT_CONFIGURED, NotConfigured
-
-        message = GEMINI_NOT_CONFIGURED if provider == "gemini" else BRAVE_NOT_CONFIGURED
-        out.attempts.append(_failed(_attempt(tier, started), NotConfigured(message), "skipped"))
-        return False
+    if run.settings.api_keys.get(provider) is None:
+        return _record(tier, started, "skipped", NotConfigured(NOT_CONFIGURED[provider])), None
     try:
-        breaker.admit(provider)
-    except SearchError as err:
-        if isinstance(err, LockTimeout | StateCorrupt):
-            raise
-        out.attempts.append(_failed(_attempt(tier, started), err, "skipped"))
-        return False
-    try:
-        source, remaining = ledger.reserve(agent_id, provider)
-    except (LockTimeout, StateCorrupt):
+        run.breaker.admit(provider)
+    except StateError:
         raise
     except SearchError as err:
-        out.attempts.append(_failed(_attempt(tier, started), err, "skipped"))
-        return False
+        return _record(tier, started, "skipped", err), None
     try:
-        answer, retries = backends.call_api(provider, query, settings, deadline)
+        first, remaining = run.ledger.reserve(run.agent_id, provider)
+    except StateError:
+        raise
     except SearchError as err:
-        ledger.refund(agent_id, provider, source)
-        breaker.record(provider, err)
-        out.attempts.append(_failed(_attempt(tier, started), err, "failed"))
-        return False
+        return _record(tier, started, "skipped", err), None
+    held = [first]
+
+    def may_retry(billed: int) -> bool:
+        """A retry after an attempt that may have been billed needs a unit of its own."""
+        if billed < len(held):
+            return True
+        try:
+            unit, _ = run.ledger.reserve(run.agent_id, provider)
+        except QuotaExhausted:
+            return False
+        held.append(unit)
+        return True
+
+    try:
+        call = run.backends.call_api(
+            provider, run.api_query[provider], run.settings, run.deadline, may_retry
+        )
     except BaseException:
-        # A bug in a client (or an interrupt) must not leave the unit spent; the runner turns
-        # the exception into `internal` and records its traceback.
-        ledger.refund(agent_id, provider, source)
+        # A bug in a client, or a cancelled call: give back every unit not known to be billed
+        # (nothing is known), then let the runner report it.
+        run.ledger.settle(run.agent_id, provider, held, 0)
         raise
-    breaker.record(provider, None)
-    latencies = list(getattr(answer, "attempt_latencies_ms", []))
-    results = _usable(answer.results)
+    settled = run.ledger.settle(run.agent_id, provider, held, call.units, call.observation)
+    if settled is not None:
+        remaining = settled
+    run.breaker.record(provider, call.error)
+    source = quota.SOURCE_NAMES[first.source] if call.units else None
+    telemetry: dict[str, Any] = {
+        "http_status": call.http_status,
+        "retries": call.retries,
+        "latencies": call.attempt_latencies_ms,
+        "quota_source": source,
+        "units": call.units,
+    }
+    if call.error is not None:
+        return _record(tier, started, "failed", call.error, **telemetry), None
+    assert call.answer is not None
+    results = _usable(call.answer.results)
     if results is None:
-        ledger.refund(agent_id, provider, source)
-        empty = _nothing_usable(provider)
-        empty.retries = retries
-        empty.attempt_latencies_ms = latencies
-        out.attempts.append(_failed(_attempt(tier, started), empty, "failed"))
-        return False
-    record = _attempt(tier, started)
-    record["retries"] = retries
-    record["attempt_latencies_ms"] = latencies
-    record["quota_source"] = quota.SOURCE_NAMES[source]
-    out.attempts.append(record)
-    out.results = results
-    out.citations = _usable(list(answer.citations or [])) or []
-    out.provider_used = provider
-    out.quota_source = quota.SOURCE_NAMES[source]
-    out.queries_remaining = remaining
-    if answer.warning:
-        out.warnings.append(answer.warning)
-    return True
+        # Billed all the same (Brave bills every 2xx): the unit stays charged.
+        empty = _nothing_usable(provider, call.http_status)
+        return _record(tier, started, "failed", empty, **telemetry), None
+    if source is None:
+        # A grounded prompt that ran no search query: free, so the answer spent no unit.
+        source = "none"
+        telemetry["quota_source"] = "none"
+    telemetry["http_status"] = None  # the attempt schema keeps a status for failures only
+    attempt = _record(tier, started, "success", **telemetry)
+    return attempt, Outcome(
+        attempts=[],
+        results=results,
+        citations=_usable(list(call.answer.citations or [])) or [],
+        provider_used=provider,
+        quota_source=source,
+        queries_remaining=remaining,
+        warning=run.api_warnings[provider],
+    )
 
 
-def _web_tier(
-    tier: Tier,
-    out: Outcome,
-    query: str,
-    settings: Settings,
-    backends: Backends,
-    deadline: float,
-    breaker: Breaker,
-    pace: Any,
-    started: float,
-) -> bool:
+def _web_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | None]:
     engine = tier.engine
     assert engine is not None
     if tier.finance_blocked:
-        out.attempts.append(
-            _failed(_attempt(tier, started), FinanceBlocked(FINANCE_BLOCKED), "skipped")
-        )
-        return False
+        return _record(tier, started, "skipped", FinanceBlocked(FINANCE_BLOCKED)), None
     try:
-        breaker.admit(engine)
-    except (LockTimeout, StateCorrupt):
+        run.breaker.admit(engine)
+    except StateError:
         raise
     except SearchError as err:
-        out.attempts.append(_failed(_attempt(tier, started), err, "skipped"))
-        return False
-    sent_at: float | None = None
+        return _record(tier, started, "skipped", err), None
 
     def wait_for_slot() -> None:
-        nonlocal sent_at
-        pace(settings, engine, deadline)
-        sent_at = time.monotonic()
+        run.pace(run.settings, engine, run.deadline)
 
-    def request_ms() -> list[float]:
-        return [round((time.monotonic() - sent_at) * 1000, 1)] if sent_at is not None else []
-
-    try:
-        results = backends.fetch_engine(engine, query, settings, deadline, wait_for_slot)
-    except (LockTimeout, StateCorrupt):
-        raise
-    except SearchError as err:
-        if sent_at is None:
-            # No slot before the deadline: nothing was sent, so the engine's health is unknown.
-            out.attempts.append(_failed(_attempt(tier, started), err, "skipped"))
-            return False
-        err.attempt_latencies_ms = request_ms()
-        breaker.record(engine, err)
-        out.attempts.append(_failed(_attempt(tier, started), err, "failed"))
-        return False
-    fetched_ms = request_ms()
-    breaker.record(engine, None)
-    usable = _usable(results)
+    call = run.backends.fetch_engine(engine, run.query, run.settings, run.deadline, wait_for_slot)
+    if isinstance(call.error, StateError):
+        raise call.error
+    if not call.sent:
+        # No slot before the deadline: nothing was sent, so the engine's health is unknown.
+        return _record(tier, started, "skipped", call.error), None
+    run.breaker.record(engine, call.error)
+    telemetry: dict[str, Any] = {
+        "http_status": call.http_status,
+        "latencies": call.attempt_latencies_ms,
+    }
+    if call.error is not None:
+        return _record(tier, started, "failed", call.error, **telemetry), None
+    usable = _usable(call.results)
     if usable is None:
-        empty = _nothing_usable(engine)
-        empty.attempt_latencies_ms = fetched_ms
-        out.attempts.append(_failed(_attempt(tier, started), empty, "failed"))
-        return False
-    record = _attempt(tier, started)
-    record["attempt_latencies_ms"] = fetched_ms
-    record["quota_source"] = "none"
-    out.attempts.append(record)
-    out.results = usable
-    out.provider_used = "web_fetch"
-    out.engine = engine
-    out.warnings.append(WEB_FETCH_WARNING)
-    return True
+        empty = _nothing_usable(engine, call.http_status)
+        return _record(tier, started, "failed", empty, **telemetry), None
+    telemetry["http_status"] = None  # the attempt schema keeps a status for failures only
+    attempt = _record(tier, started, "success", quota_source="none", **telemetry)
+    return attempt, Outcome(
+        attempts=[],
+        results=usable,
+        provider_used="web_fetch",
+        engine=engine,
+        warning=WEB_FETCH_WARNING,
+    )
 
 
 def _usable(results: Any) -> Any:
@@ -308,25 +335,20 @@ def _usable(results: Any) -> Any:
     return clean or None
 
 
-def _nothing_usable(name: str) -> SearchError:
-    from .errors import PROVIDER_LABELS, NoResults
-
+def _nothing_usable(name: str, http_status: int | None) -> SearchError:
     return NoResults(
-        f"{PROVIDER_LABELS[name]} returned nothing usable after removing unsafe content."
+        f"{PROVIDER_LABELS[name]} returned nothing usable after removing unsafe content.",
+        http_status=http_status,
     )
 
 
-def _final_error(attempts: list[dict[str, Any]]) -> SearchError:
+def final_error(attempts: list[Attempt]) -> SearchError:
     """The call's one error: the finance block when that is what stopped the last resort, the
     single cause when every tier failed for the same one, else the spec's "all exhausted"."""
-    from .errors import AllExhausted
-
-    if attempts and attempts[-1]["error_code"] == "finance_blocked":
+    if attempts and attempts[-1].error_code == "finance_blocked":
         return FinanceBlocked(FINANCE_BLOCKED)
-    causes = {(a["error_code"], a["error"]) for a in attempts}
+    causes = {(a.error_code, a.error) for a in attempts}
     if len(causes) == 1:
         code, message = causes.pop()
-        err = AllExhausted(message)
-        err.error_code = code
-        return err
+        return error_class(code)(message)
     return AllExhausted(ALL_EXHAUSTED)

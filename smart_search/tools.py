@@ -12,13 +12,18 @@ from .config import Settings
 from .errors import SearchError, UnknownAgent, unknown_agent
 from .ledger import Ledger
 
+# Version 2 lines add `log_version`, `units` (billed units of the whole call) and per-attempt
+# `units`; lines without `log_version` are version 1.
+LOG_VERSION = 2
 
-def error_result(err: SearchError) -> dict[str, Any]:
-    return {"error": err.message, "error_code": err.error_code}
 
-
-def search_error_result(err: SearchError, queries_remaining: int | None = None) -> dict[str, Any]:
-    """smart_search's full return shape for a failure: every spec key, null when unused."""
+def failure_result(
+    tool: str | None, err: SearchError, queries_remaining: int | None = None
+) -> dict[str, Any]:
+    """The one place a failure becomes a result: smart_search's full return shape (every spec
+    key, null when unused), or `{error, error_code}` for the other tools and unknown ones."""
+    if tool != "smart_search":
+        return {"error": err.message, "error_code": err.error_code}
     return {
         "results": None,
         "provider_used": None,
@@ -39,7 +44,10 @@ def smart_search(
     args: dict[str, Any], settings: Settings, *, backends: Any = None
 ) -> dict[str, Any]:
     from . import output, planner, quota
-    from .tiers import RealBackends, run_tiers
+    from .breaker import Breaker
+    from .pacing import wait_for_slot
+    from .store import open_store
+    from .tiers import RealBackends, Run, fit_api_queries, run_tiers
 
     started = time.monotonic()
     deadline = started + settings.total_timeout_ms / 1000.0
@@ -52,58 +60,58 @@ def smart_search(
         and not settings.is_configured_agent(agent_id)
     ):
         # Validation: not logged as a search, no state touched.
-        return search_error_result(UnknownAgent(unknown_agent(agent_id)))
+        return failure_result("smart_search", UnknownAgent(unknown_agent(agent_id)))
     routed = planner.routed_provider(query, settings, force)
-    ledger = Ledger(settings)
+    store = open_store(settings)
+    ledger = Ledger(settings, store)
     day = ledger.today
+    api_query, api_warnings = fit_api_queries(query, settings)
+    run = Run(
+        agent_id=agent_id,
+        query=query,
+        settings=settings,
+        ledger=ledger,
+        backends=backends or RealBackends(),
+        deadline=deadline,
+        breaker=Breaker(settings, store=store),
+        pace=lambda s, engine, until: wait_for_slot(s, engine, until, store=store),
+        api_query=api_query,
+        api_warnings=api_warnings,
+    )
     try:
-        ledger.register(agent_id)
-        outcome = run_tiers(
-            planner.plan(agent_id, query, settings, routed),
-            agent_id=agent_id,
-            query=query,
-            settings=settings,
-            ledger=ledger,
-            backends=backends or RealBackends(),
-            deadline=deadline,
-        )
+        outcome = run_tiers(planner.plan(agent_id, query, settings, routed), run)
         snapshot = ledger.snapshot()
     except SearchError as err:
-        result = search_error_result(err)
+        result = failure_result("smart_search", err)
         _log(settings, day, agent_id, query, force, result, started)
         return result
 
-    warnings = outcome.warnings
     overcommit = quota.overcommit_warning(snapshot, ledger.ceilings)
-    if overcommit:
-        warnings.append(overcommit)
     remaining = outcome.queries_remaining
     if remaining is None:
         remaining = quota.allocation_remaining(snapshot, ledger.ceilings, agent_id, routed)
-    result: dict[str, Any] = {
-        "results": None,
-        "provider_used": outcome.provider_used,
-        "queries_remaining": remaining,
-        "quota_source": outcome.quota_source,
-        "fallback_used": outcome.provider_used is not None and outcome.provider_used != routed,
-        "warning": " ".join(warnings) if warnings else None,
-        "web_fetch_engine": outcome.engine,
-        "error": None,
-        "error_code": None,
-        "attempts": outcome.attempts,
-        "citations": [],
-        "truncated": False,
-    }
     if outcome.error is not None:
-        result["error"] = outcome.error.message
-        result["error_code"] = outcome.error.error_code
+        result = failure_result("smart_search", outcome.error, remaining)
         result["warning"] = overcommit
     else:
+        warnings = [w for w in (outcome.warning, overcommit) if w]
         # Already sanitized, tier by tier (tiers._usable); only the size cap is left.
-        result["results"], result["truncated"] = output.cap_results(
-            outcome.results, settings.max_result_chars
-        )
-        result["citations"] = outcome.citations
+        capped, truncated = output.cap_results(outcome.results, settings.max_result_chars)
+        result = {
+            "results": capped,
+            "provider_used": outcome.provider_used,
+            "queries_remaining": remaining,
+            "quota_source": outcome.quota_source,
+            "fallback_used": outcome.provider_used != routed,
+            "warning": " ".join(warnings) if warnings else None,
+            "web_fetch_engine": outcome.engine,
+            "error": None,
+            "error_code": None,
+            "attempts": [],
+            "citations": outcome.citations,
+            "truncated": truncated,
+        }
+    result["attempts"] = [a.as_dict() for a in outcome.attempts]
     _log(settings, day, agent_id, query, force, result, started)
     return result
 
@@ -137,6 +145,8 @@ def _log(
         "error_code": result["error_code"],
         "attempts": result["attempts"],
         "latency_ms": round((time.monotonic() - started) * 1000, 1),
+        "log_version": LOG_VERSION,
+        "units": sum(a["units"] for a in result["attempts"]),
     }
     append_search_log(settings.state_dir, day, record, settings.log_retention_days)
 
@@ -185,4 +195,4 @@ def call_tool(
             return search_quota_status(args, settings)
         return search_mark_agent_complete(args, settings)
     except SearchError as err:
-        return search_error_result(err) if tool == "smart_search" else error_result(err)
+        return failure_result(tool, err)

@@ -22,7 +22,8 @@ agent, count = sys.argv[1], int(sys.argv[2])
 settings = load_settings(os.environ)
 for _ in range(count):
     try:
-        source, _left = Ledger(settings).reserve(agent, "brave")
+        held, _left = Ledger(settings).reserve(agent, "brave")
+        source = held.source
     except QuotaExhausted:
         print("refused", flush=True)
         continue
@@ -78,12 +79,12 @@ from smart_search import quota
 settings = load_settings(os.environ)
 ledger = Ledger(settings)
 def change(raw):
-    doc = ledger._current(raw)
+    doc = ledger._current(raw, ledger.clock())
     quota.reserve(doc, ledger.ceilings, "victim", "brave")
     print("holding", flush=True)
     time.sleep(60)
     return doc, None
-ledger.file.update(change)
+ledger.store.update("quota", change)
 """
 
 DIE_MID_WRITE = """
@@ -142,7 +143,7 @@ def test_random_sigkills_never_corrupt_or_overspend(env: Env) -> None:
             out, _ = p.communicate(timeout=60)
             printed += out.decode().count("granted")
         doc = env.quota_doc()  # parses: never torn
-        assert doc["format"] == "smart-search/quota@1"
+        assert doc["format"] == "smart-search/quota@2"
         used = used_brave(env)
         # A killed process may commit a unit it never printed (under-use), never the reverse.
         assert printed <= used <= 150

@@ -62,6 +62,10 @@ def configure(env: Env, fake: FakeServer, **config: Any) -> None:
         "agent_allocations": EXAMPLE_ALLOCATIONS,
     }
     base.update(config)
+    # The spec's examples count one unit per search: Gemini billed per grounded prompt, as the
+    # 2.x models were (the fixture's answer ran two search queries; test_billing covers that).
+    providers = base.setdefault("providers", {})
+    providers["gemini"] = {"unit": "request", **providers.get("gemini", {})}
     env.write_config(base)
     env.environ["GEMINI_API_KEY"] = GEMINI_KEY
     env.environ["BRAVE_API_KEY"] = BRAVE_KEY
@@ -321,7 +325,9 @@ def test_a_stalling_provider_cannot_hold_the_call_past_its_deadline(
     elapsed = time.monotonic() - started
     assert elapsed < 2.0 + 0.5, elapsed
     assert r["error"] is not None and r["attempts"][0]["error_code"] == "timeout"
-    assert env.call("search_quota_status")["providers"]["brave"]["used"] == 0  # refunded
+    # The request left before it stalled: the provider may have answered and billed it, so the
+    # unit stays charged (RULINGS §4); a request that never left is refunded (test_billing).
+    assert env.call("search_quota_status")["providers"]["brave"]["used"] == 1
 
 
 # --- pacing, seen by the server ---------------------------------------------------------------

@@ -1,7 +1,8 @@
 """web_fetch engines: real results pages, hand-written edge pages, requests and HTTP statuses.
 
 The real pages under tests/fixtures/serp/ are byte-identical copies of the shared fixtures (see
-their README for where they come from); they are never edited to make a parser pass.
+their README for where they come from); they are never edited to make a parser pass. The pages
+listed in MADE are our own, written in the shape of a real page to pin one behaviour each.
 """
 
 from __future__ import annotations
@@ -53,6 +54,13 @@ REAL_BLOCKED = [
     ("duckduckgo", "duckduckgo/blocked-challenge.html"),
     ("bing", "bing/blocked-captcha.html"),
     ("google", "google/blocked-sorry.html"),
+]
+# Hand-made pages (tests/fixtures/serp/README.md): a page that SAYS it found nothing, whose
+# scripts and styles carry every wall sign of its engine. Only what a page shows decides.
+MADE_NO_RESULTS = [
+    ("google", "google/no-results-with-sorry-in-script.html"),
+    ("bing", "bing/no-results-with-challenge-in-script.html"),
+    ("duckduckgo", "duckduckgo/no-results-with-anomaly-in-script.html"),
 ]
 LABELS = {"google": "Google", "bing": "Bing", "duckduckgo": "DuckDuckGo"}
 TAG = re.compile(r"<[A-Za-z/!][^>]*>")
@@ -139,6 +147,120 @@ def test_challenge_pages_are_blocked_even_under_another_engine(name: str) -> Non
     for engine in ENGINES:
         with pytest.raises((errors.Blocked, errors.ParseError)):
             engine_module(engine).parse(page(name))
+
+
+@pytest.mark.parametrize(("engine", "name"), MADE_NO_RESULTS)
+def test_no_results_page_with_wall_signs_in_its_scripts_is_no_results(
+    engine: str, name: str
+) -> None:
+    # Issue 7 item 11: a 2026 desktop Google page saying "did not match any documents" was
+    # `blocked` because an inline script mentions /sorry/index.
+    body = page(name)
+    assert b"<script" in body
+    with pytest.raises(errors.NoResults, match=LABELS[engine]):
+        engine_module(engine).parse(body)
+
+
+# --- page-wide signs: what a page shows, never its code ---------------------------------------
+
+# Every page-wide sign each engine looked for as raw bytes before: each is a wall only when the
+# page shows it, never when it sits in a script, a style sheet or a template.
+WALL_SIGNS = [
+    ("google", "unusual traffic"),
+    ("google", "/sorry/index"),
+    ("google", "g-recaptcha"),
+    ("google", "captcha-form"),
+    ("google", "consent.google."),
+    ("google", "Before you continue to Google"),
+    ("google", "/httpservice/retry/enablejs"),
+    ("google", "Please click here if you are not redirected"),
+    ("google", "enable JavaScript"),
+    ("google", "turn on JavaScript"),
+    ("bing", "One last step"),
+    ("bing", "Please solve the challenge below to continue"),
+    ("duckduckgo", "Unfortunately, bots use DuckDuckGo too."),
+    ("duckduckgo", "anomaly-modal"),
+    ("duckduckgo", "/anomaly.js"),
+]
+
+
+def in_code(sign: str) -> str:
+    return (
+        f'<script>var sign = "{sign}"; if (0) location.href = "{sign}";</script>'
+        f"<style>/* {sign} */ .x{{content:'{sign}'}}</style>"
+        f"<template><p>{sign}</p><a href='{sign}'>x</a></template>"
+    )
+
+
+@pytest.mark.parametrize(("engine", "sign"), WALL_SIGNS)
+def test_wall_sign_only_in_code_is_not_a_wall(engine: str, sign: str) -> None:
+    body = html(in_code(sign) + "<p>Nothing that looks like results.</p>")
+    with pytest.raises(errors.ParseError, match=LABELS[engine]):
+        engine_module(engine).parse(body)
+
+
+SHOWN_WALLS = [
+    ("google", "<p>Our systems have detected unusual traffic from your computer network.</p>"),
+    ("google", '<a href="https://www.google.com/sorry/index?continue=x">Continue</a>'),
+    ("google", '<div class="g-recaptcha" data-sitekey="x"></div>'),
+    ("google", '<iframe src="https://consent.google.com/ml?continue=x"></iframe>'),
+    ("google", "<h1>Before you continue to Google</h1>"),
+    ("google", '<meta http-equiv="refresh" content="0;url=/httpservice/retry/enablejs?sei=x">'),
+    ("google", "<div>Please click here if you are not redirected within a few seconds.</div>"),
+    ("bing", "<h1>One last step</h1><p>Please solve the challenge below to continue</p>"),
+    ("duckduckgo", "<div>Unfortunately, bots use DuckDuckGo too.</div>"),
+    ("duckduckgo", '<div class="anomaly-modal__mask"></div>'),
+    ("duckduckgo", '<script src="//duckduckgo.com/anomaly.js?sv=html&amp;cc=botnet"></script>'),
+]
+
+
+@pytest.mark.parametrize(("engine", "shown"), SHOWN_WALLS)
+def test_wall_sign_the_page_shows_is_a_wall(engine: str, shown: str) -> None:
+    with pytest.raises(errors.Blocked, match=LABELS[engine]):
+        engine_module(engine).parse(html(shown))
+
+
+NO_RESULTS_SHOWN = {
+    "google": "<p>Your search - <b>zxqv</b> - did not match any documents.</p>",
+    "bing": '<ol id="b_results"><li class="b_no"><h1>There are no results for zxqv</h1></li></ol>',
+    "duckduckgo": '<div class="result result--no-result"><div class="no-results">No  results.'
+    "</div></div>",
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_no_results_sentence_outranks_every_wall_sign_in_code(engine: str) -> None:
+    code = "".join(in_code(sign) for name, sign in WALL_SIGNS if name == engine)
+    body = html(code + NO_RESULTS_SHOWN[engine])
+    with pytest.raises(errors.NoResults, match=LABELS[engine]):
+        engine_module(engine).parse(body)
+
+
+def test_google_no_results_for_a_query_quoting_a_wall_phrase() -> None:
+    # The page shows "unusual traffic", but only as the query it found nothing for.
+    body = html("<p>Your search - <b>unusual traffic</b> - did not match any documents.</p>")
+    with pytest.raises(errors.NoResults, match="Google"):
+        google.parse(body)
+
+
+@pytest.mark.parametrize(
+    ("engine", "result"),
+    [
+        ("google", '<div class="g"><a href="{href}"><h3>{title}</h3></a></div>'),
+        (
+            "bing",
+            '<ol id="b_results"><li class="b_algo"><h2><a href="{href}">{title}</a></h2></li>',
+        ),
+        ("duckduckgo", '<div class="result"><a class="result__a" href="{href}">{title}</a></div>'),
+    ],
+    ids=ENGINES,
+)
+def test_malformed_link_is_skipped_not_a_crash(engine: str, result: str) -> None:
+    body = html(
+        result.format(href="http://[bad/x", title="Broken")
+        + result.format(href="https://good.example/", title="Good")
+    )
+    assert [r["url"] for r in engine_module(engine).parse(body)] == ["https://good.example/"]
 
 
 # --- Google, hand-written ---------------------------------------------------------------------
@@ -524,8 +646,9 @@ def fake(env: Any) -> Any:
 
 def test_fetch_engine_returns_parsed_results(fake: Any) -> None:
     fake.route("/html/", Reply(200, body=page("duckduckgo/html-results-caffeine.html")))
-    results = fetch_engine("duckduckgo", "does caffeine affect sleep", fake.settings, _soon())
-    assert len(results) == 9
+    call = fetch_engine("duckduckgo", "does caffeine affect sleep", fake.settings, _soon())
+    assert call.error is None and call.sent and call.http_status == 200
+    assert len(call.results) == 9 and len(call.attempt_latencies_ms) == 1
     sent = fake.requests[0]
     assert sent.path == "/html/" and sent.query["q"] == ["does caffeine affect sleep"]
     assert "Firefox" in sent.headers["user-agent"]
@@ -533,7 +656,7 @@ def test_fetch_engine_returns_parsed_results(fake: Any) -> None:
 
 def test_fetch_engine_sends_google_consent_cookies(fake: Any) -> None:
     fake.route("/search", Reply(200, body=page("google/basic-results-google.html")))
-    assert len(fetch_engine("google", "google", fake.settings, _soon())) == 10
+    assert len(fetched("google", "google", fake.settings)) == 10
     cookie = fake.requests[0].headers["cookie"]
     assert "CONSENT=YES+" in cookie and "SOCS=" in cookie
 
@@ -553,9 +676,9 @@ def test_fetch_engine_failures_carry_their_status(
     fake: Any, reply: dict[str, Any], error: type[Exception], status: int
 ) -> None:
     fake.route("/search", Reply(**reply))
-    with pytest.raises(error) as caught:
-        fetch_engine("google", "q", fake.settings, _soon())
-    assert caught.value.http_status == status
+    call = fetch_engine("google", "q", fake.settings, _soon())
+    assert isinstance(call.error, error) and call.results is None
+    assert call.http_status == status and call.sent
 
 
 def test_fetch_engine_follows_a_redirect_to_the_consent_wall(fake: Any) -> None:
@@ -563,12 +686,28 @@ def test_fetch_engine_follows_a_redirect_to_the_consent_wall(fake: Any) -> None:
     fake.route("/search", Reply(302, headers={"Location": fake.url + "/ml?continue=x"}))
     fake.route("/ml", Reply(200, body=consent))
     with pytest.raises(errors.Blocked, match="consent"):
-        fetch_engine("google", "q", fake.settings, _soon())
+        fetched("google", "q", fake.settings)
     assert [r.path for r in fake.requests] == ["/search", "/ml"]
 
 
 def _soon() -> float:
     return time.monotonic() + 10
+
+
+def fetched(engine: str, query: str, settings: Any) -> list[dict[str, str]]:
+    """The results of one fetch; the error it ended with is raised."""
+    call = fetch_engine(engine, query, settings, _soon())
+    if call.error is not None:
+        raise call.error
+    return call.results
+
+
+def test_fetch_engine_that_gets_no_pacing_slot_sends_nothing(fake: Any) -> None:
+    def no_slot() -> None:
+        raise errors.Timeout("Google pacing: the next request slot lies past the deadline.")
+
+    call = fetch_engine("google", "q", fake.settings, _soon(), no_slot)
+    assert not call.sent and isinstance(call.error, errors.Timeout) and fake.requests == []
 
 
 # --- HTTP statuses ----------------------------------------------------------------------------
@@ -624,6 +763,34 @@ def test_5xx_is_a_server_error(status: int) -> None:
 def test_503_sorry_page_is_blocked_not_a_server_error() -> None:
     with pytest.raises(errors.Blocked):
         classify_status("google", response(503, page("google/blocked-sorry.html")))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html><head><script>var s='/sorry/index'; // captcha, unusual traffic</script>"
+        b"<style>.g-recaptcha{}</style></head><body><p>Service Unavailable</p></body></html>",
+        b"",
+    ],
+    ids=["signs-in-code", "empty"],
+)
+def test_5xx_with_captcha_signs_only_in_code_is_a_server_error(body: bytes) -> None:
+    with pytest.raises(errors.ServerError):
+        classify_status("google", response(503, body))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html><body><p>Our systems have detected unusual traffic.</p></body></html>",
+        b'<html><body><form id="captcha-form" action="index"></form></body></html>',
+        b'<html><body><a href="/sorry/index?continue=x">continue</a></body></html>',
+    ],
+    ids=["text", "form", "link"],
+)
+def test_5xx_showing_a_captcha_is_blocked(body: bytes) -> None:
+    with pytest.raises(errors.Blocked, match="503"):
+        classify_status("google", response(503, body))
 
 
 @pytest.mark.parametrize("status", [400, 404, 410, 418])

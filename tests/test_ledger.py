@@ -122,15 +122,15 @@ def test_daily_reset_and_clock_moving_back(env: Env) -> None:
     env.write_config({"agent_allocations": {"tech": {"gemini": 2}}})
     s = env.settings()
     day1 = time.mktime((2026, 11, 29, 12, 0, 0, 0, 0, 0)) - time.timezone
-    Ledger(s, now=day1).reserve("tech", "gemini")
-    assert Ledger(s, now=day1).agent_status("tech")["gemini"]["used"] == 1
+    Ledger(s, clock=lambda: day1).reserve("tech", "gemini")
+    assert Ledger(s, clock=lambda: day1).agent_status("tech")["gemini"]["used"] == 1
     day2 = day1 + 86400
     # A later day starts fresh ...
-    assert Ledger(s, now=day2).agent_status("tech")["gemini"]["used"] == 0
-    Ledger(s, now=day2).reserve("tech", "gemini")
+    assert Ledger(s, clock=lambda: day2).agent_status("tech")["gemini"]["used"] == 0
+    Ledger(s, clock=lambda: day2).reserve("tech", "gemini")
     assert env.quota_doc()["date"] == "2026-11-30"
     # ... an earlier one never resets the file's counters.
-    earlier = Ledger(s, now=day1)
+    earlier = Ledger(s, clock=lambda: day1)
     assert earlier.agent_status("tech")["gemini"]["used"] == 1
     earlier.reserve("tech", "gemini")
     assert env.quota_doc()["date"] == "2026-11-30"
@@ -141,7 +141,7 @@ def test_timezone_moves_the_day_and_unknown_zone_is_config_error(env: Env) -> No
     env.write_config({"timezone": "Pacific/Kiritimati"})  # UTC+14
     s = env.settings()
     late_utc = time.mktime((2026, 11, 29, 23, 0, 0, 0, 0, 0)) - time.timezone
-    assert Ledger(s, now=late_utc).today == "2026-11-30"
+    assert Ledger(s, clock=lambda: late_utc).today == "2026-11-30"
     env.write_config({"timezone": "Mars/Olympus"})
     result = env.call("search_quota_status", {})
     assert result["error_code"] == "config_error" and '"timezone"' in result["error"]

@@ -24,15 +24,17 @@ WARNING = "Result retrieved via web scraping. Quality may be lower than API resu
 WEB = [{"title": "A page", "url": "https://example.org/a", "snippet": "About a."}]
 
 
-class FakeAnswer:
-    def __init__(self, results: Any, citations: list | None = None, warning: str | None = None):
-        self.results = results
-        self.citations = citations or []
-        self.warning = warning
+def FakeAnswer(results: Any, citations: list | None = None) -> Any:  # noqa: N802 - a stand-in
+    from smart_search.providers import Answer
+
+    return Answer(results, citations or [])
 
 
 class FakeBackends:
-    """Scripted providers and engines: name → result or exception (default: not reached)."""
+    """Scripted providers and engines: name → result or exception (default: not reached).
+
+    A scripted API answer is a 2xx billed one unit; a scripted API error was not billed (a
+    non-2xx, or a request that never left), exactly as `providers.call_provider` records them."""
 
     def __init__(self, **script: Any) -> None:
         self.script = script
@@ -43,18 +45,33 @@ class FakeBackends:
         outcome = self.script.get(name)
         if outcome is None:
             raise AssertionError(f"{name} was not expected to be called")
-        if isinstance(outcome, Exception):
-            raise outcome
         return outcome
 
-    def call_api(self, provider: str, query: str, settings: Any, deadline: float) -> Any:
-        return self._next(provider), 0
+    def call_api(
+        self, provider: str, query: str, settings: Any, deadline: float, may_retry: Any
+    ) -> Any:
+        from smart_search.providers import ProviderCall
+
+        outcome = self._next(provider)
+        if isinstance(outcome, errors.SearchError):
+            return ProviderCall(None, outcome, 0, [5], 0, outcome.http_status, None)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return ProviderCall(outcome, None, 0, [5], 1, 200, None)
 
     def fetch_engine(
         self, engine: str, query: str, settings: Any, deadline: float, before_send: Any
     ) -> Any:
-        before_send()
-        return self._next(engine)
+        from smart_search.engines import EngineCall
+
+        try:
+            before_send()
+        except errors.SearchError as err:
+            return EngineCall(None, err, False, [], None)
+        outcome = self._next(engine)
+        if isinstance(outcome, errors.SearchError):
+            return EngineCall(None, outcome, True, [5], outcome.http_status)
+        return EngineCall(outcome, None, True, [5], 200)
 
 
 def blocked(engine: str) -> errors.Blocked:
@@ -174,6 +191,7 @@ def test_a_tier2_opposite_api_when_primary_fails(keyed: Env) -> None:
     # The failed Gemini unit was refunded.
     status = keyed.call("search_quota_status", {"agent_id": "stock-analysis"})
     assert status["gemini"]["used"] == 0 and status["brave"]["used"] == 1
+    assert [a["units"] for a in r["attempts"]] == [0, 1]
 
 
 def test_a_tier3_duckduckgo_when_both_apis_fail(keyed: Env) -> None:
@@ -417,6 +435,8 @@ def test_one_log_line_per_search_with_the_spec_fields(keyed: Env) -> None:
         "error_code",
         "attempts",
         "latency_ms",
+        "log_version",
+        "units",
     }
     assert all(set(line) == spec_fields for line in lines)
     assert lines[0]["success"] is True and lines[0]["web_fetch_engine"] == "google"
@@ -463,9 +483,10 @@ def test_an_answer_with_nothing_usable_left_is_not_a_success(keyed: Env) -> None
     r = search(keyed, fake, "q", "general")
     assert r["web_fetch_engine"] == "bing" and r["results"] == WEB
     assert (r["attempts"][0]["outcome"], r["attempts"][0]["error_code"]) == ("failed", "no_results")
-    # An API answer of invisible characters only: refunded, next tier tried.
+    # An API answer of invisible characters only: next tier tried; the 2xx stays charged, since
+    # the provider billed it (RULINGS §4).
     fake = FakeBackends(gemini=FakeAnswer("\u200b\u200d\u2060"), brave=FakeAnswer(WEB))
     r = search(keyed, fake, "NSE market open today", "stock-analysis")
     assert r["provider_used"] == "brave" and r["attempts"][0]["error_code"] == "no_results"
     status = keyed.call("search_quota_status", {"agent_id": "stock-analysis"})
-    assert status["gemini"]["used"] == 0
+    assert status["gemini"]["used"] == 1 and r["attempts"][0]["units"] == 1

@@ -52,8 +52,11 @@ def run(
     base_delay_ms: float = 500,
     budget: float = 30.0,
     rand: Callable[[], float] = lambda: 0.5,
+    may_retry: Callable[[], bool] = lambda: True,
 ) -> tuple[object, int]:
-    return run_with_retries(
+    """(result, retries) on success; the error the loop ended with is raised, and its retry
+    count is left in `ENDED` (the loop returns it beside the error, never on it)."""
+    result, error, retries = run_with_retries(
         attempt,
         max_attempts=max_attempts,
         base_delay_ms=base_delay_ms,
@@ -61,7 +64,15 @@ def run(
         sleep=clock.sleep,
         rand=rand,
         clock=clock,
+        may_retry=may_retry,
     )
+    ENDED.append(retries)
+    if error is not None:
+        raise error
+    return result, retries
+
+
+ENDED: list[int] = []
 
 
 def test_first_success_makes_no_retry() -> None:
@@ -107,17 +118,17 @@ def test_what_cannot_heal_is_raised_at_once(error: errors.SearchError) -> None:
     with pytest.raises(type(error)) as caught:
         run(attempt, clock)
     assert caught.value is error
-    assert caught.value.retries == 0  # type: ignore[attr-defined]
+    assert ENDED[-1] == 0
     assert calls[0] == 1 and clock.sleeps == []
 
 
 def test_max_attempts_counts_the_first_attempt() -> None:
     clock = FakeClock()
     attempt, calls = scripted(errors.ServerError("boom"))
-    with pytest.raises(errors.ServerError) as caught:
+    with pytest.raises(errors.ServerError):
         run(attempt, clock, max_attempts=3)
     assert calls[0] == 3
-    assert caught.value.retries == 2  # type: ignore[attr-defined]
+    assert ENDED[-1] == 2
 
 
 def test_one_attempt_means_no_retry() -> None:
@@ -147,10 +158,10 @@ def test_retry_after_is_honoured_when_it_fits() -> None:
 def test_retry_after_that_does_not_fit_stops_at_once() -> None:
     clock = FakeClock()
     attempt, calls = scripted(errors.RateLimited("429", retry_after=21), "ok")
-    with pytest.raises(errors.RateLimited) as caught:
+    with pytest.raises(errors.RateLimited):
         run(attempt, clock, budget=20)
     assert clock.sleeps == [] and calls[0] == 1
-    assert caught.value.retries == 0  # type: ignore[attr-defined]
+    assert ENDED[-1] == 0
 
 
 def test_backoff_that_does_not_fit_stops_at_once() -> None:
@@ -168,9 +179,9 @@ def test_time_spent_in_attempts_counts_against_the_deadline() -> None:
         clock.now += 9  # each attempt eats 9 s of a 15 s budget
         raise errors.Timeout("slow")
 
-    with pytest.raises(errors.Timeout) as caught:
+    with pytest.raises(errors.Timeout):
         run(slow_failure, clock, max_attempts=10, budget=15, base_delay_ms=100)
-    assert caught.value.retries == 1  # type: ignore[attr-defined]
+    assert ENDED[-1] == 1
 
 
 def test_a_bug_is_not_retried() -> None:
@@ -220,20 +231,35 @@ def test_never_sleeps_past_the_deadline_nor_beyond_max_attempts(
             raise failures[calls[0] - 1]
         return "ok"
 
-    try:
-        _, retries = run_with_retries(
-            attempt,
-            max_attempts=max_attempts,
-            base_delay_ms=base_delay_ms,
-            deadline=deadline,
-            sleep=clock.sleep,
-            rand=lambda: jitter,
-            clock=clock,
-        )
-    except errors.SearchError as err:
-        retries = err.retries  # type: ignore[attr-defined]
+    _, _, retries = run_with_retries(
+        attempt,
+        max_attempts=max_attempts,
+        base_delay_ms=base_delay_ms,
+        deadline=deadline,
+        sleep=clock.sleep,
+        rand=lambda: jitter,
+        clock=clock,
+    )
     assert calls[0] <= max_attempts
     assert retries == calls[0] - 1
     assert len(clock.sleeps) <= retries  # a zero wait retries without sleeping
     # Every sleep ended before the deadline: no wait was spent on time that was not there.
     assert all(end < deadline for end in clock.sleep_ends)
+
+
+def test_a_closed_quota_gate_ends_the_retrying_before_any_sleep() -> None:
+    """`may_retry` is asked last, once per retry: a retry after an attempt that may have been
+    billed needs a unit of its own, and without one nothing more is sent."""
+    clock = FakeClock()
+    attempt, calls = scripted(errors.ServerError("boom"), errors.ServerError("boom"), "ok")
+    asked: list[int] = []
+    gate = iter([True, False])
+
+    def may_retry() -> bool:
+        asked.append(calls[0])
+        return next(gate)
+
+    with pytest.raises(errors.ServerError):
+        run(attempt, clock, max_attempts=5, may_retry=may_retry)
+    assert calls[0] == 2 and asked == [1, 2]
+    assert ENDED[-1] == 1 and len(clock.sleeps) == 1

@@ -21,29 +21,31 @@ from __future__ import annotations
 import base64
 import binascii
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from ..config import Settings
 from ..http import HttpRequest
-from . import (
-    BROWSER_HEADERS,
+from . import BROWSER_HEADERS
+from .html import (
+    Page,
     add_result,
     by_class,
     class_prefixed,
     classify_page,
+    external_url,
     first_by_class,
     has_class,
     parse_html,
+    split_url,
     text_of,
-    web_url,
 )
 
 if TYPE_CHECKING:
     from lxml.html import HtmlElement
 
 NAME = "bing"
-LABEL = "Bing"
 PATH = "/search"
+CHALLENGE = "served its bot challenge instead of results."
 
 # Bing's own pages that are navigation, not results.
 _INTERNAL_PATHS = (
@@ -58,7 +60,6 @@ _INTERNAL_PATHS = (
     "/copilotsearch",
     "/travel",
 )
-_CHALLENGE_TEXT = (b"one last step", b"solve the challenge below")
 
 
 def build_request(query: str, settings: Settings) -> HttpRequest:
@@ -79,11 +80,11 @@ def parse(body: bytes) -> list[dict[str, str]]:
     root = parse_html(body, NAME)
     return classify_page(
         NAME,
-        body,
-        challenged=_is_challenge(root),
+        root,
+        wall=CHALLENGE if _is_challenge(root) else None,
         results=_results(root),
-        no_results=lambda: _is_no_results(root),
-        challenge_text=_CHALLENGE_TEXT,
+        no_results=_is_no_results,
+        walls=((CHALLENGE, _shows_challenge),),
     )
 
 
@@ -93,12 +94,16 @@ def _is_challenge(root: HtmlElement) -> bool:
     return first_by_class(root, "div", "captcha") is not None
 
 
-def _is_no_results(root: HtmlElement) -> bool:
-    for element in root.iter("li", "div"):
+def _is_no_results(page: Page) -> bool:
+    for element in page.root.iter("li", "div"):
         if has_class(element, "b_no"):
             return True
-    container = root.get_element_by_id("b_results", None)
+    container = page.root.get_element_by_id("b_results", None)
     return container is not None and "there are no results for" in text_of(container).lower()
+
+
+def _shows_challenge(page: Page) -> bool:
+    return page.says("one last step", "solve the challenge below")
 
 
 def _results(root: HtmlElement) -> list[dict[str, str]]:
@@ -140,15 +145,16 @@ def target_url(href: str | None) -> str | None:
     own pages give None."""
     if not href:
         return None
-    parts = urlsplit(href.strip())
+    parts = split_url(href)
+    if parts is None:
+        return None
     host = (parts.hostname or "").lower()
-    on_bing = not host or host == "bing.com" or host.endswith(".bing.com")
-    if on_bing and parts.path.startswith("/ck/a"):
+    if (not host or _is_bing(host)) and parts.path.startswith("/ck/a"):
         encoded = (parse_qs(parts.query).get("u") or [""])[0]
-        return _internal_or(web_url(decode_u(encoded)))
+        return external_url(decode_u(encoded), _is_own)
     if not host:
         return None  # relative: Bing navigation
-    return _internal_or(web_url(href))
+    return external_url(href, _is_own)
 
 
 def decode_u(encoded: str) -> str | None:
@@ -164,16 +170,13 @@ def decode_u(encoded: str) -> str | None:
         return None
 
 
-def _internal_or(url: str | None) -> str | None:
-    if url is None:
-        return None
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if (host == "bing.com" or host.endswith(".bing.com")) and parts.path.startswith(
-        _INTERNAL_PATHS
-    ):
-        return None
-    return url
+def _is_own(host: str, path: str) -> bool:
+    """Bing's own navigation and redirectors: never a result."""
+    return _is_bing(host) and path.startswith(_INTERNAL_PATHS)
+
+
+def _is_bing(host: str) -> bool:
+    return host == "bing.com" or host.endswith(".bing.com")
 
 
 def _snippet(item: HtmlElement) -> str:

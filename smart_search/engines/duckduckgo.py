@@ -19,31 +19,31 @@ Quirks worth knowing:
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from ..config import Settings
 from ..http import HttpRequest
-from . import (
-    BROWSER_HEADERS,
+from . import BROWSER_HEADERS
+from .html import (
+    Page,
     add_result,
     by_class,
     classify_page,
+    external_url,
     first_by_class,
     has_class,
     parse_html,
+    split_url,
     text_of,
-    web_url,
 )
 
 if TYPE_CHECKING:
     from lxml.html import HtmlElement
 
 NAME = "duckduckgo"
-LABEL = "DuckDuckGo"
 PATH = "/html/"
 REGION = "wt-wt"  # "All regions"
-
-_CHALLENGE_TEXT = (b"bots use duckduckgo too", b"anomaly-modal", b"/anomaly.js")
+CHALLENGE = "served its bot challenge instead of results."
 
 
 def build_request(query: str, settings: Settings) -> HttpRequest:
@@ -62,11 +62,11 @@ def parse(body: bytes) -> list[dict[str, str]]:
     root = parse_html(body, NAME)
     return classify_page(
         NAME,
-        body,
-        challenged=_is_challenge(root),
+        root,
+        wall=CHALLENGE if _is_challenge(root) else None,
         results=_results(root),
-        no_results=lambda: _is_no_results(root),
-        challenge_text=_CHALLENGE_TEXT,
+        no_results=_is_no_results,
+        walls=((CHALLENGE, _shows_challenge),),
     )
 
 
@@ -77,11 +77,21 @@ def _is_challenge(root: HtmlElement) -> bool:
     return False
 
 
-def _is_no_results(root: HtmlElement) -> bool:
-    for element in root.iter("div"):
+def _is_no_results(page: Page) -> bool:
+    for element in page.root.iter("div"):
         if has_class(element, "no-results") or has_class(element, "result--no-result"):
             return True
     return False
+
+
+def _shows_challenge(page: Page) -> bool:
+    # A <script src=".../anomaly.js"> is the challenge's structure; the same string inside an
+    # inline script is not.
+    return (
+        page.says("bots use duckduckgo too")
+        or page.named("anomaly-modal")
+        or page.links_to("/anomaly.js")
+    )
 
 
 def _results(root: HtmlElement) -> list[dict[str, str]]:
@@ -112,26 +122,22 @@ def target_url(href: str | None) -> str | None:
     href = href.strip()
     if href.startswith("//"):
         href = "https:" + href  # scheme-relative
-    parts = urlsplit(href)
+    parts = split_url(href)
+    if parts is None:
+        return None
     host = (parts.hostname or "").lower()
     if _is_ddg(host) or not host:
         if parts.path.startswith("/l/"):
             wrapped = (parse_qs(parts.query).get("uddg") or [None])[0]
-            return _not_tracker(web_url(wrapped))
+            return external_url(wrapped, _is_own)
         return None  # y.js ad trackers and any other DuckDuckGo-internal link
-    return _not_tracker(web_url(href))
+    return external_url(href, _is_own)
 
 
 def _is_ddg(host: str) -> bool:
     return host == "duckduckgo.com" or host.endswith(".duckduckgo.com")
 
 
-def _not_tracker(url: str | None) -> str | None:
-    """None when the unwrapped target is still a DuckDuckGo redirect (an ad's y.js, a nested
-    /l/): those are never a real result."""
-    if url is None:
-        return None
-    parts = urlsplit(url)
-    if _is_ddg((parts.hostname or "").lower()) and parts.path.startswith(("/y.js", "/l/")):
-        return None
-    return url
+def _is_own(host: str, path: str) -> bool:
+    """A DuckDuckGo redirect (an ad's y.js, a nested /l/), also once unwrapped: never a result."""
+    return _is_ddg(host) and path.startswith(("/y.js", "/l/"))

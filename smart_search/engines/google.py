@@ -9,7 +9,10 @@ Quirks worth knowing:
   a form posting to consent.google.com). The consent page is avoided with the CONSENT / SOCS
   cookies that public scrapers send.
 - A real results page can ALSO carry the enablejs refresh inside `<noscript>`, so that string
-  only means "blocked" when the page has no results.
+  only means "blocked" when the page has no results and does not say it found nothing.
+- The 2026 desktop page's inline scripts mention `/sorry/index` even on an ordinary "did not
+  match any documents" page: walls are recognised only from what a page shows (its text, forms,
+  links, ids; see `engines/html.py`), never from script bodies.
 - Organic results are found by their `<h3>` title inside a link, not by Google's generated class
   names (they change every few months); the class names are only used to find the result's
   container and snippet, with a fallback when they are gone.
@@ -23,18 +26,26 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
-from .. import errors
 from ..config import Settings
 from ..http import HttpRequest
-from . import BROWSER_HEADERS, add_result, has_class, parse_html, text_of, web_url
+from . import BROWSER_HEADERS
+from .html import (
+    Page,
+    add_result,
+    classify_page,
+    external_url,
+    has_class,
+    parse_html,
+    split_url,
+    text_of,
+)
 
 if TYPE_CHECKING:
     from lxml.html import HtmlElement
 
 NAME = "google"
-LABEL = "Google"
 PATH = "/search"
 RESULTS_PER_PAGE = 10
 
@@ -62,15 +73,10 @@ _INTERNAL_PATHS = (
     "/httpservice",
 )
 
-_JS_SHELL = (
-    b"/httpservice/retry/enablejs",
-    b"please click here if you are not redirected",
-    b"enable javascript",
-    b"turn on javascript",
-)
-_NO_RESULTS = (b"did not match any documents", b"no results found for")
-_CAPTCHA = (b"unusual traffic", b"/sorry/index", b"g-recaptcha", b"captcha-form")
-_CONSENT = (b"consent.google.", b"before you continue to google")
+# What each wall is called in messages (after "Google ").
+CAPTCHA = "served a CAPTCHA (unusual traffic) page."
+CONSENT = "served its consent page instead of results."
+JS_SHELL = "served a JavaScript-required page instead of results."
 
 
 def build_request(query: str, settings: Settings) -> HttpRequest:
@@ -97,34 +103,51 @@ def build_request(query: str, settings: Settings) -> HttpRequest:
 def parse(body: bytes) -> list[dict[str, str]]:
     """Organic results of a Google page, or Blocked / NoResults / ParseError."""
     root = parse_html(body, NAME)
-    _raise_if_wall(root)
-    results = _results(root)
-    if results:
-        return results
-    # No results: only now may page-wide phrases decide (a snippet may quote "unusual traffic").
-    raw = body.lower()
-    if any(marker in raw for marker in _CAPTCHA):
-        raise errors.Blocked("Google served a CAPTCHA (unusual traffic) page.")
-    if any(marker in raw for marker in _CONSENT):
-        raise errors.Blocked("Google served its consent page instead of results.")
-    # Before the JavaScript check: an empty results page may carry the same <noscript> refresh.
-    if any(marker in raw for marker in _NO_RESULTS):
-        raise errors.NoResults("Google found no results for this query.")
-    if any(marker in raw for marker in _JS_SHELL):
-        raise errors.Blocked("Google served a JavaScript-required page instead of results.")
-    raise errors.ParseError("Google returned a page with no recognisable results.")
+    return classify_page(
+        NAME,
+        root,
+        wall=_wall(root),
+        results=_results(root),
+        no_results=_says_no_results,
+        walls=((CAPTCHA, _shows_captcha), (CONSENT, _shows_consent), (JS_SHELL, _shows_js_shell)),
+    )
 
 
-def _raise_if_wall(root: HtmlElement) -> None:
-    """Blocked when the page's structure is a CAPTCHA or consent wall, whatever else it holds."""
+def _wall(root: HtmlElement) -> str | None:
+    """A CAPTCHA or consent wall in the page's structure: Blocked whatever else it holds."""
     for form in root.iter("form"):
         action = (form.get("action") or "").lower()
         if form.get("id") == "captcha-form" or "/sorry/" in action:
-            raise errors.Blocked("Google served a CAPTCHA (unusual traffic) page.")
+            return CAPTCHA
         if "consent.google." in action or "consent.youtube." in action:
-            raise errors.Blocked("Google served its consent page instead of results.")
+            return CONSENT
     if root.get_element_by_id("recaptcha", None) is not None:
-        raise errors.Blocked("Google served a CAPTCHA (unusual traffic) page.")
+        return CAPTCHA
+    return None
+
+
+def _says_no_results(page: Page) -> bool:
+    return page.says("did not match any documents", "no results found for")
+
+
+def _shows_captcha(page: Page) -> bool:
+    return (
+        page.says("unusual traffic")
+        or page.links_to("/sorry/index")
+        or page.named("g-recaptcha", "captcha-form")
+    )
+
+
+def _shows_consent(page: Page) -> bool:
+    return page.says("before you continue to google") or page.links_to("consent.google.")
+
+
+def _shows_js_shell(page: Page) -> bool:
+    # Checked after the no-results sentence: an empty results page carries the same <noscript>
+    # refresh as the shell.
+    return page.links_to("/httpservice/retry/enablejs") or page.says(
+        "please click here if you are not redirected", "enable javascript", "turn on javascript"
+    )
 
 
 def _results(root: HtmlElement) -> list[dict[str, str]]:
@@ -160,30 +183,25 @@ def target_url(href: str | None) -> str | None:
     """The real target of a result link, or None for ads and Google's own links."""
     if not href:
         return None
-    href = href.strip()
-    parts = urlsplit(href)
+    parts = split_url(href)
+    if parts is None:
+        return None
     host = (parts.hostname or "").lower()
     if parts.path == "/url" and (not host or _GOOGLE_HOST.search(host)):
         query = parse_qs(parts.query)
         wrapped = (query.get("q") or query.get("url") or [None])[0]
-        return _external(web_url(wrapped))
-    # Relative links (/search?q=..., /aclk?..., /preferences) are Google's own: web_url refuses.
-    return _external(web_url(href))
+        return external_url(wrapped, _is_own)
+    # Relative links (/search?q=..., /aclk?..., /preferences) are Google's own: not absolute.
+    return external_url(href, _is_own)
 
 
-def _external(url: str | None) -> str | None:
-    """None for ad redirects and for Google's own pages; the URL itself otherwise."""
-    if url is None:
-        return None
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
+def _is_own(host: str, path: str) -> bool:
+    """Ad redirects, Google's own machinery and its cache: never a result."""
     if host.endswith(("googleadservices.com", "doubleclick.net")):
-        return None
-    if _GOOGLE_HOST.search(host) and parts.path.startswith(_INTERNAL_PATHS):
-        return None
-    if host == "webcache.googleusercontent.com":
-        return None
-    return url
+        return True
+    if _GOOGLE_HOST.search(host) and path.startswith(_INTERNAL_PATHS):
+        return True
+    return host == "webcache.googleusercontent.com"
 
 
 def _container_of(anchor: HtmlElement) -> HtmlElement:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
@@ -22,18 +21,11 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..http import HttpResponse
 
-_NOT_CONFIGURED = {"gemini": errors.GEMINI_NOT_CONFIGURED, "brave": errors.BRAVE_NOT_CONFIGURED}
-
-
-@dataclass(slots=True)
-class Answer:
+class Answer(NamedTuple):
     """What a provider found: Gemini's answer text or Brave's `[{title, url, snippet}]`."""
 
     results: str | list[dict[str, str]]
-    citations: list[dict[str, str]] = field(default_factory=list)
-    warning: str | None = None
-    # Wall time of each attempt (send + parse), in order; filled in by call_provider.
-    attempt_latencies_ms: list[int] = field(default_factory=list)
+    citations: list[dict[str, str]] = []  # never mutated
 
 
 def json_object(provider: str, response: HttpResponse) -> dict[str, Any]:
@@ -82,55 +74,80 @@ def status_error(provider: str, response: HttpResponse) -> errors.SearchError:
     )
 
 
+class ProviderCall(NamedTuple):
+    """Everything one API tier's call produced: the answer or the error it ended with, and the
+    telemetry and billing facts the tier walk records (nothing is written onto exceptions)."""
+
+    answer: Answer | None
+    error: errors.SearchError | None
+    retries: int
+    attempt_latencies_ms: list[int]
+    units: int  # what the provider billed for every attempt (the ledger settles to this)
+    http_status: int | None  # of the last response read, None when none was
+    observation: dict[str, Any] | None  # what the provider said about our quota, if anything
+
+
 def call_provider(
     name: str,
     query: str,
     settings: Settings,
     deadline: float,
     *,
+    may_retry: Callable[[int], bool] = lambda billed: True,
     sleep: Callable[[float], object] = time.sleep,
-) -> tuple[Answer, int]:
-    """Search `name` ("gemini" | "brave") for `query`, retrying what can heal, by `deadline`.
+) -> ProviderCall:
+    """Search `name` ("gemini" | "brave") for `query` (already fitted to the provider), retrying
+    what can heal, by `deadline`. Never raises a `SearchError`: the record says how it ended.
 
-    Returns `(answer, retries made)`. Raises a `SearchError` carrying `.retries`, `.http_status`
-    (None when no response was read) and `.attempt_latencies_ms`.
+    Billing (RULINGS §4, the billing issue): an attempt answered 2xx costs what the provider
+    bills for it (`billed_units`); a non-2xx costs nothing; an attempt whose request left but
+    whose answer never came back (read timeout, reset) costs one unit, since the provider may
+    have billed it; one that never left (DNS, refused, connect timeout) costs nothing.
+    `may_retry(units billed so far)` is asked before each retry.
     """
     from .. import http
     from ..retry import run_with_retries
 
     module = _provider_module(name)
-    if settings.api_keys.get(name) is None:
-        raise errors.NotConfigured(_NOT_CONFIGURED[name])
-    warning = None
-    if name == "brave":
-        query, warning = module.fit_query(query)
     request = module.build_request(query, settings)
     latencies: list[int] = []
+    billed = [0]
+    last: list[HttpResponse] = []
 
     def attempt() -> Answer:
         started = time.monotonic()
         try:
-            response = http.send(
-                request, deadline=deadline, request_timeout_s=settings.request_timeout_ms / 1000
-            )
+            try:
+                response = http.send(
+                    request, deadline=deadline, request_timeout_s=settings.request_timeout_ms / 1000
+                )
+            except errors.SearchError as err:
+                billed[0] += 1 if err.sent else 0
+                raise
+            last.append(response)
+            billed[0] += module.billed_units(response, settings)
             return module.parse_response(response, settings)
         finally:
             latencies.append(round((time.monotonic() - started) * 1000))
 
-    try:
-        answer, retries = run_with_retries(
-            attempt,
-            max_attempts=settings.retry_max_attempts,
-            base_delay_ms=settings.retry_base_delay,
-            deadline=deadline,
-            sleep=sleep,
-        )
-    except errors.SearchError as err:
-        err.attempt_latencies_ms = latencies
-        raise
-    answer.warning = warning
-    answer.attempt_latencies_ms = latencies
-    return answer, retries
+    answer, error, retries = run_with_retries(
+        attempt,
+        max_attempts=settings.retry_max_attempts,
+        base_delay_ms=settings.retry_base_delay,
+        deadline=deadline,
+        sleep=sleep,
+        may_retry=lambda: may_retry(billed[0]),
+    )
+    response = last[-1] if last else None
+    return ProviderCall(
+        answer=answer,
+        error=error,
+        retries=retries,
+        attempt_latencies_ms=latencies,
+        units=billed[0],
+        http_status=None if response is None else response.status,
+        observation=None if response is None else module.observation(response),
+    )
 
 
 def _provider_module(name: str) -> ModuleType:

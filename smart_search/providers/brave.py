@@ -66,15 +66,15 @@ def fit_query(query: str) -> tuple[str, str | None]:
 
 
 def build_request(query: str, settings: Settings) -> HttpRequest:
-    """GET with the subscription token in its header; the query is fitted to Brave's limits."""
-    secret = settings.api_keys.get(NAME)
-    if secret is None:
-        raise errors.NotConfigured(errors.BRAVE_NOT_CONFIGURED)
-    fitted, _ = fit_query(query)
+    """GET with the subscription token in its header; `query` is already fitted to Brave's
+    limits (`fit_query`, once, by the tier walk)."""
+    # The tier walk checked the key once, before reserving a unit (tiers._api_tier).
+    secret = settings.api_keys[NAME]
+    assert secret is not None
     return HttpRequest(
         "GET",
         settings.endpoints[NAME] + PATH,
-        params={"q": fitted, "count": str(settings.brave_count)},
+        params={"q": query, "count": str(settings.brave_count)},
         headers={"X-Subscription-Token": secret.reveal(), "Accept": "application/json"},
     )
 
@@ -169,6 +169,42 @@ def _quota_window_spent(headers: dict[str, str]) -> bool:
             # No usable policy header: Brave's documented order puts the monthly window second.
             return True
     return False
+
+
+def billed_units(resp: HttpResponse, settings: Settings) -> int:
+    """Brave bills one request per 2xx, with or without usable results; nothing otherwise."""
+    return 1 if 200 <= resp.status < 300 else 0
+
+
+def observation(resp: HttpResponse) -> dict[str, Any] | None:
+    """The monthly window as Brave reports it (`remaining`, `limit`), and `exhausted: "month"`
+    on a quota 429. Headers list one value per window in `X-RateLimit-Policy`'s order; without
+    a usable policy, Brave's documented order puts the monthly window second."""
+    seen: dict[str, Any] = {}
+    if resp.status == 429 and isinstance(classify_error(resp), errors.QuotaExhausted):
+        seen["exhausted"] = "month"
+        seen["why"] = "Brave 429 (monthly quota)"
+    remaining = _header_list(resp.headers, "x-ratelimit-remaining")
+    limits = _header_list(resp.headers, "x-ratelimit-limit")
+    policy = _header_list(resp.headers, "x-ratelimit-policy")
+    index = None
+    if policy and len(policy) == len(remaining):
+        for i, entry in enumerate(policy):
+            found = _WINDOW.search(entry)
+            if found and int(found.group(1)) >= _QUOTA_WINDOW_S:
+                index = i
+    elif len(remaining) >= 2:
+        index = 1
+    if index is not None:
+        left = _whole(remaining[index])
+        if left is not None:
+            seen["remaining"] = left
+            seen["limit"] = _whole(limits[index]) if index < len(limits) else None
+    return seen or None
+
+
+def _whole(text: str) -> int | None:
+    return int(text) if text.isdigit() and len(text) <= 10 else None
 
 
 def _first_reset(headers: dict[str, str]) -> float | None:

@@ -39,9 +39,9 @@ _RETRY_IN_TEXT = re.compile(r"retry in (\d+(?:\.\d+)?)s\b", re.IGNORECASE)
 
 def build_request(query: str, settings: Settings) -> HttpRequest:
     """POST the query with the google_search tool enabled; the key goes in a header only."""
-    secret = settings.api_keys.get(NAME)
-    if secret is None:
-        raise errors.NotConfigured(errors.GEMINI_NOT_CONFIGURED)
+    # The tier walk checked the key once, before reserving a unit (tiers._api_tier).
+    secret = settings.api_keys[NAME]
+    assert secret is not None
     url = settings.endpoints[NAME] + PATH.format(model=quote(settings.gemini_model, safe=""))
     return HttpRequest(
         "POST",
@@ -89,7 +89,7 @@ def classify_error(resp: HttpResponse, settings: Settings) -> errors.SearchError
         )
     if status == 429:
         details, text = _error_details(resp.body)
-        if _is_per_day_quota(details):
+        if _quota_window(details):
             return errors.QuotaExhausted(message, http_status=status)
         wait = _retry_delay(details)
         if wait is None:
@@ -157,16 +157,51 @@ def _error_details(body: bytes) -> tuple[list[dict[str, Any]], str]:
     )
 
 
-def _is_per_day_quota(details: list[dict[str, Any]]) -> bool:
+def _quota_window(details: list[dict[str, Any]]) -> str | None:
+    """"day" or "month" when a `QuotaFailure` names a per-day or per-month quota (waiting for a
+    minute will not help), else None (a per-minute rate limit)."""
     for detail in details:
         if detail.get("@type") != _QUOTA_FAILURE:
             continue
         violations = detail.get("violations")
         for violation in violations if isinstance(violations, list) else []:
             quota_id = violation.get("quotaId") if isinstance(violation, dict) else None
-            if isinstance(quota_id, str) and "perday" in quota_id.lower():
-                return True
-    return False
+            lowered = quota_id.lower() if isinstance(quota_id, str) else ""
+            if "permonth" in lowered:
+                return "month"
+            if "perday" in lowered:
+                return "day"
+    return None
+
+
+def billed_units(resp: HttpResponse, settings: Settings) -> int:
+    """What this answer costs (the billing issue): nothing unless 2xx; per grounded prompt for
+    `unit: request` (Gemini 2.x); per search query the model ran for `unit: search_query`
+    (Gemini 3: each entry of `groundingMetadata.webSearchQueries`, zero, one or several). A 2xx
+    we cannot read is charged one unit: it may have been billed."""
+    if not 200 <= resp.status < 300:
+        return 0
+    if settings.units[NAME] == "request":
+        return 1
+    try:
+        data = orjson.loads(resp.body)
+        total = 0
+        for candidate in data["candidates"]:
+            queries = (candidate.get("groundingMetadata") or {}).get("webSearchQueries") or []
+            total += sum(1 for q in queries if isinstance(q, str))
+        return total
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+        return 1
+
+
+def observation(resp: HttpResponse) -> dict[str, Any] | None:
+    """What the provider said about our quota: a per-day or per-month exhaustion."""
+    if resp.status != 429:
+        return None
+    window = _quota_window(_error_details(resp.body)[0])
+    if window is None:
+        return None
+    return {"exhausted": window, "why": f"Gemini 429 RESOURCE_EXHAUSTED (per {window} quota)"}
 
 
 def _retry_delay(details: list[dict[str, Any]]) -> float | None:

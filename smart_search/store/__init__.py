@@ -1,0 +1,122 @@
+"""The state seam: every piece of state shared between processes (and, with Redis, hosts).
+
+Ledger, breaker, pacing, provider exhaustion marks and the result cache reach shared state only
+through a `Store`. A store holds a few named JSON documents (`DOCUMENTS`) and changes one only
+through `update(name, change)`: `change(document) -> (new_document | None, result)` is a pure
+function of the document (it may run more than once when a backend retries an optimistic
+transaction) and `update` applies it as ONE atomic step across every process sharing the store.
+The arithmetic stays in `quota.py`, `breaker.py` and `pacing.py`; a backend only has to make
+`update` atomic, so a second backend is one new module.
+
+Backends:
+- `files` (default, zero config): a JSON file per document in the state directory, under a file
+  lock, written atomically (`state.py`).
+- `redis` (`state_backend: {"kind": "redis", ...}`): one key per document (`store/redis.py`),
+  imported only when configured.
+
+Documents hold no API key. The quota document is durable (never reset, corrupt → StateCorrupt);
+the others are advisory (a damaged one reads as empty and is rebuilt).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from ..config import Settings
+
+T = TypeVar("T")
+Document = dict[str, Any]
+Change = Callable[[Document | None], tuple[Document | None, T]]
+
+
+class DocumentKind(NamedTuple):
+    file_name: str  # the file backend's file in the state directory
+    durable: bool  # False: advisory, may be lost or rebuilt without harm
+    ttl_s: float | None  # how long a networked backend keeps it after its last write
+
+
+# Name -> kind. The quota document carries a month window, so it lives a little past a month.
+DOCUMENTS: dict[str, DocumentKind] = {
+    "quota": DocumentKind("search-quota.json", True, 40 * 86400.0),
+    "breaker": DocumentKind("search-breaker.json", False, 7 * 86400.0),
+    "pacing": DocumentKind("search-pacing.json", False, 86400.0),
+    # Today's cache hits, misses and units saved ({"date": ..., "hits": n, ...}): advisory.
+    "cache_stats": DocumentKind("search-cache-stats.json", False, 2 * 86400.0),
+}
+
+
+class CacheEntry(NamedTuple):
+    """One cached answer. `value` is the serialized answer (JSON bytes; never an API key)."""
+
+    value: bytes
+    stored_at: float  # Unix time it was stored
+    expires_at: float  # Unix time it stops being served
+
+
+class Store(Protocol):
+    """What every backend offers. Each method is atomic across all processes sharing the store."""
+
+    kind: str
+
+    def read(self, name: str) -> Document | None:
+        """The document as it stands (whole, never torn), or None when there is none yet."""
+        ...
+
+    def update(self, name: str, change: Change[T]) -> T:
+        """Apply `change` atomically; write what it returns (None: no write); return its result."""
+        ...
+
+    def where(self) -> str:
+        """Where the state lives, for messages: a path, or a URL without its password."""
+        ...
+
+    # -- the result cache (advisory: a broken cache is dropped and rebuilt, never blocks) ------
+    def cache_get(self, key: str, now: float) -> CacheEntry | None:
+        """The entry for `key` if it has not expired at `now` (a hit counts as a use for LRU)."""
+        ...
+
+    def cache_put(self, key: str, entry: CacheEntry, *, max_entries: int, max_bytes: int) -> None:
+        """Store `entry` (replacing any), then evict least-recently-used entries until at most
+        `max_entries` entries and `max_bytes` bytes of values remain; expired ones go first."""
+        ...
+
+    def cache_clear(self) -> int:
+        """Remove every entry (and lease); returns how many entries there were."""
+        ...
+
+    def cache_size(self) -> tuple[int, int]:
+        """(entries, bytes of values) stored now."""
+        ...
+
+    # -- single-flight leases: one process (on any host) asks the provider per key ------------
+    def lease_claim(self, key: str, owner: str, ttl_s: float, now: float) -> bool:
+        """True when `owner` holds the lease on `key` after this call: it was free, had expired
+        at `now`, or was `owner`'s already. Atomic: of N concurrent claimants exactly one wins."""
+        ...
+
+    def lease_release(self, key: str, owner: str) -> None:
+        """Give the lease up, only if `owner` still holds it."""
+        ...
+
+    def lease_holder(self, key: str, now: float) -> str | None:
+        """Who holds a live (unexpired at `now`) lease on `key`, or None."""
+        ...
+
+    # -- migration between backends --------------------------------------------------------------
+    def export_state(self) -> dict[str, Any]:
+        """Every document (by name) as JSON-ready data; the cache is not exported."""
+        ...
+
+
+def open_store(settings: Settings) -> Store:
+    """The store `state_backend` names (the file backend unless configured otherwise)."""
+    backend = getattr(settings, "state_backend", None) or {"kind": "files"}
+    if backend.get("kind", "files") == "files":
+        from .files import FileStore
+
+        return FileStore(settings.state_dir, settings.lock_timeout_ms)
+    from .redis import RedisStore  # an optional extra: imported only when configured
+
+    return RedisStore(settings)
