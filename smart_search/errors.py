@@ -279,8 +279,8 @@ class Cancelled(BaseException):
     Deliberately NOT a SearchError (it derives from BaseException, like KeyboardInterrupt): no
     tier may catch it and walk on to the next tier, the breaker must not read it as an answer, and
     the retry loop must not retry it. It unwinds the whole call; `tiers._api_tier`'s
-    `except BaseException` refunds the reserved unit on the way. It never becomes a result: the
-    MCP server drops the answer to a cancelled request, as the protocol asks.
+    `except BaseException` gives back the units it held on the way. It never becomes a result:
+    the MCP server drops the answer to a cancelled request, as the protocol asks.
     """
 
     def __init__(self, message: str = CANCELLED) -> None:

@@ -103,7 +103,8 @@ def send(request: HttpRequest, *, deadline: float, request_timeout_s: float) -> 
     """Perform `request`, giving up at `min(now + request_timeout_s, deadline)` (monotonic).
 
     Raises errors.Timeout, errors.TransportFailure, errors.ParseError (body over the bound or
-    undecodable), errors.ConfigError (a key header bound for plain http off loopback, a bad URL).
+    undecodable), errors.ConfigError (a key header bound for plain http off loopback, a bad URL),
+    and errors.Cancelled (not a SearchError) when the context's `CancelScope` is cancelled first.
     """
     _refuse_clear_text_keys(request)
     budget = min(request_timeout_s, deadline - time.monotonic())
