@@ -59,10 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     # backends (trio ~80 ms when installed, anyio a few ms). Library users are not affected.
     for backend in ("trio", "anyio"):
         sys.modules.setdefault(backend, None)  # type: ignore[arg-type]
-    from .runner import dumps, handle
+    from .runner import MAX_INPUT_BYTES, dumps, handle
 
     try:
-        raw = sys.stdin.buffer.read(16 * 1024 * 1024 + 1)
+        raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
     except Exception:  # noqa: BLE001 - a closed or broken stdin is just empty input
         raw = b""
     out = sys.stdout.buffer

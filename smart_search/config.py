@@ -13,8 +13,11 @@ from typing import Any
 from .errors import CANNOT_READ_CONFIG, ConfigError
 
 SKILL_NAME = "smart-search"
+# The registries, once: every module names providers and engines through these.
 PROVIDERS = ("gemini", "brave")
 ENGINES = ("google", "bing", "duckduckgo")
+# The chat agent of Strategy B (spec §4), always known, also under strict_agents.
+GENERAL_AGENT = "general"
 
 # Spec §5's tables; configurable through finance_keywords / brave_keywords.
 DEFAULT_FINANCE_KEYWORDS = (
@@ -131,6 +134,7 @@ class Settings:
     reset_timezones: dict[str, str]
     units: dict[str, str]
     prices_per_1000: dict[str, float | None]
+    max_units_per_call: dict[str, int]
     agent_allocations: dict[str, dict[str, int]]
     default_allocation: dict[str, int]
     endpoints: dict[str, str]
@@ -332,6 +336,7 @@ def _providers(section: dict[str, Any], gemini_model: str) -> dict[str, dict[str
         "reset_timezones": {},
         "units": {},
         "prices_per_1000": {},
+        "max_units_per_call": {},
     }
     for p in PROVIDERS:
         entry = providers.get(p, {})
@@ -349,6 +354,11 @@ def _providers(section: dict[str, Any], gemini_model: str) -> dict[str, dict[str
             allowed = '"search_query" or "request"' if p == "gemini" else '"request"'
             raise ConfigError(f'Config key "{key}.unit" must be {allowed}.')
         out["units"][p] = unit
+        # Gemini 3 may run several search queries for one prompt; one request is one unit.
+        most = 3 if unit == "search_query" else 1
+        out["max_units_per_call"][p] = _count(
+            entry.get("max_units_per_call", most), f"{key}.max_units_per_call"
+        ) or 1
         price = entry.get("price_per_1000")
         if price is not None and (
             isinstance(price, bool)
@@ -438,7 +448,12 @@ def is_allowed_base_url(url: str) -> bool:
         return True
     if parts.scheme != "http":
         return False
-    return host in _LOOPBACK_HOSTS or _is_loopback_ip(host)
+    return is_loopback_host(host)
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """127.0.0.0/8, ::1 or localhost: the one loopback rule (config and the HTTP layer)."""
+    return host is not None and (host in _LOOPBACK_HOSTS or _is_loopback_ip(host))
 
 
 def _is_loopback_ip(host: str) -> bool:

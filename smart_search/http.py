@@ -518,12 +518,6 @@ def _origin(url: str) -> str:
 
 
 def _is_loopback(url: str) -> bool:
-    host = _host(url)
-    if host == "localhost":
-        return True
-    import ipaddress
+    from .config import is_loopback_host
 
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(_host(url))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from . import migrate, quota
-from .config import PROVIDERS, Settings
+from .config import GENERAL_AGENT, PROVIDERS, Settings
 from .errors import AgentNotFound, AlreadyComplete, agent_already_complete, agent_not_found
 
 if TYPE_CHECKING:
@@ -69,7 +69,8 @@ def ceilings(settings: Settings) -> quota.Ceilings:
         settings.agent_allocations,
         settings.default_allocation,
         settings.monthly_limits,
-        getattr(settings, "max_unconfigured_agents", None),
+        settings.max_unconfigured_agents,
+        settings.max_units_per_call,
     )
 
 
@@ -227,7 +228,7 @@ class Ledger:
 
     def _require_known(self, doc: Document, agent_id: str) -> None:
         known = agent_id in doc["agents"] or agent_id in self.ceilings.configured
-        if not known and agent_id != "general":
+        if not known and agent_id != GENERAL_AGENT:
             raise AgentNotFound(agent_not_found(agent_id))
 
     def _current(self, raw: Document | None, now: float) -> Document:

@@ -14,9 +14,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .config import Settings
+from .config import GENERAL_AGENT, Settings
 
-GENERAL_AGENT = "general"
 OPPOSITE = {"gemini": "brave", "brave": "gemini"}
 
 

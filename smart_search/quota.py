@@ -27,8 +27,9 @@ Per provider p, with L the daily limit, M the monthly limit, A the allocations o
 - shared pool: released by completed agents - used from the pool;
 - provider direct: L - A - used directly today;
 - and above all three, the window headroom: min(L - day_used, M - month_used, what the provider
-  last reported as remaining less what we spent since), and nothing while an exhaustion mark the
-  provider gave us is in force.
+  last reported as remaining less what we spent since), which must hold the most one call may
+  bill (`max_units_per_call`), and nothing while an exhaustion mark the provider gave us is in
+  force.
 
 Top-level keys differ from the first version's (`providers`), so an older smart-search reading
 this file refuses it as corrupt instead of mistaking it for a predecessor's and resetting it.
@@ -39,12 +40,12 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+from .config import PROVIDERS
 from .errors import QuotaExhausted, UnknownAgent
 
 FORMAT = "smart-search/quota@2"
 FORMAT_PREFIX = "smart-search/quota@"
 VERSION = 2
-PROVIDERS = ("gemini", "brave")
 SOURCES = ("allocation", "pool", "direct")
 # quota_source values in results, per source.
 SOURCE_NAMES = {
@@ -67,9 +68,14 @@ class Ceilings:
         default_allocation: dict[str, int],
         monthly_limits: dict[str, int] | None = None,
         max_unconfigured_agents: int | None = None,
+        max_units_per_call: dict[str, int] | None = None,
     ) -> None:
         self.daily_limits = daily_limits
         self.monthly_limits = monthly_limits or {}
+        # The most one call may bill (Gemini 3 runs several search queries for one prompt): a
+        # call is sent only while every window has that much left, so settling the truth
+        # afterwards cannot pass a window.
+        self.max_units_per_call = max_units_per_call or {}
         self.configured = configured
         self.default_allocation = default_allocation
         self.max_unconfigured_agents = max_unconfigured_agents
@@ -252,7 +258,8 @@ def pick_source(
     doc: Document, c: Ceilings, agent_id: str, provider: str, now: float | None = None
 ) -> str | None:
     """The first source with a unit for this agent, or None. The windows cap them all."""
-    if exhausted(doc, provider, now) or window_headroom(doc, c, provider) <= 0:
+    margin = max(1, c.max_units_per_call.get(provider, 1))
+    if exhausted(doc, provider, now) or window_headroom(doc, c, provider) < margin:
         return None
     if allocation_remaining(doc, c, agent_id, provider) > 0:
         return "allocation"

@@ -30,12 +30,11 @@ from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
 from .. import errors
+from ..config import ENGINES  # the one registry; re-exported for the engines' users
 
 if TYPE_CHECKING:  # only for annotations: the HTTP stack loads when first used
     from ..config import Settings
     from ..http import HttpResponse
-
-ENGINES = ("google", "bing", "duckduckgo")
 
 # A current desktop Firefox on Windows. No Accept-Encoding: the HTTP layer advertises only the
 # codings it can decode (a "br" it cannot decode would turn every page into a parse_error).
