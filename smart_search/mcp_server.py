@@ -532,17 +532,6 @@ def _host_port(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help") for a in argv):
         sys.stdout.write(USAGE)
@@ -565,7 +554,9 @@ def main(argv: list[str]) -> int:
             anyio.run(serve_stdio, service)
         else:
             host, port = options["http"]
-            if not _is_loopback(host):
+            from .config import is_loopback_host
+
+            if not is_loopback_host(host):
                 sys.stderr.write(
                     f"smart-search mcp: warning: serving on {host}, beyond loopback, with no "
                     "authentication: anyone who can reach it spends your search quota.\n"
