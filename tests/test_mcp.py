@@ -376,6 +376,21 @@ def test_bad_arguments_exit_2_with_a_message(env: Env, argv: list[str], message:
     assert message in proc.stderr.decode()
 
 
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("8765", ("127.0.0.1", 8765)),
+        ("127.0.0.1:0", ("127.0.0.1", 0)),
+        ("localhost:80", ("localhost", 80)),
+        ("[::1]:9000", ("::1", 9000)),
+        (":7000", ("127.0.0.1", 7000)),
+    ],
+)
+def test_http_address_defaults_to_loopback(value: str, expected: tuple[str, int]) -> None:
+    assert mcp_server.parse_args(["--http", value])["http"] == expected
+    assert mcp_server.parse_args([f"--http={value}"])["http"] == expected
+
+
 # --- http.CancelScope: the hook the server cancels through ------------------------------------
 
 
