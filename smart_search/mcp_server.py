@@ -184,6 +184,8 @@ class Service:
     # Settings, re-read when the config file changes.
 
     def _config_stamp(self) -> tuple[Any, ...] | None:
+        # The one file load_settings reads. If config.py ever follows OpenClaw's `$include`,
+        # the included files' stamps belong here too.
         from .config import _config_path
 
         path, _ = _config_path(self.environ)
