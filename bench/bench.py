@@ -11,7 +11,8 @@ so that machine noise hits them alike. Printed as a table with ratios to the flo
 - cron burst (64 processes at once, one reservation each): within 1.5x of 64 floor processes,
   max lock wait under 1 s, counters exact;
 - smart_search answered by a loopback fake Brave: within 1.3x of the floor plus httpx;
-- Strategy B answered by a loopback fake Google: within 1.3x of the floor plus httpx, bs4, lxml.
+- Strategy B answered by a loopback fake Google: within 1.3x of the floor plus httpx and lxml.html
+  (what the code loads).
 
 Nothing here touches the network: fake servers listen on 127.0.0.1.
 """
@@ -41,7 +42,7 @@ RESERVE_ONE = (
     "from smart_search.ledger import Ledger\n"
     "ledger = Ledger(load_settings(os.environ))\n"
     "ledger.reserve(sys.argv[1], 'brave')\n"
-    "print(ledger.file.last_lock_wait_s)\n"
+    "print(ledger.store.last_lock_wait_s)\n"
 )
 
 
@@ -246,7 +247,7 @@ def bench_scrape(runs: int) -> list[str]:
     with FakeServer() as google:
         google.route("/search", Reply(200, page, {"content-type": "text/html; charset=utf-8"}))
         env = config_env(tmp, {"endpoints": {"google": google.url}, "web_fetch_min_interval_ms": 0})
-        floor_code = FLOOR_CODE + ", httpx, bs4, lxml"
+        floor_code = FLOOR_CODE + ", httpx, lxml.html"
 
         def answered(out: bytes) -> None:
             result = json.loads(out)

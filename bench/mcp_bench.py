@@ -69,15 +69,21 @@ async def measure(session: Any, calls: int) -> dict[str, list[float]]:
     }
     times: dict[str, list[float]] = {}
     for tool, args in requests.items():
-        for _ in range(WARMUP):
-            await session.call_tool(tool, args)
+        # Each search asks something new, so the result cache never answers it: the fake does.
+        def numbered(i: int, args: dict[str, Any] = args) -> dict[str, Any]:
+            return {**args, "query": f"{args['query']} {i}"} if "query" in args else args
+
+        for i in range(WARMUP):
+            await session.call_tool(tool, numbered(-1 - i))
         samples = []
-        for _ in range(calls):
+        for i in range(calls):
             started = time.perf_counter()
-            result = await session.call_tool(tool, args)
+            result = await session.call_tool(tool, numbered(i))
             samples.append((time.perf_counter() - started) * 1000)
             if result.is_error:
                 raise SystemExit(f"{tool} failed: {result.content[0].text}")
+            if tool == "smart_search" and result.structured_content.get("cached"):
+                raise SystemExit("a search was answered from the cache, not the fake")
         times[tool] = samples
     return times
 

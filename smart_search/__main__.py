@@ -30,7 +30,7 @@ SUBCOMMANDS = {
     "complete": "argforms:complete_main",
     "doctor": "doctor:main",
     "report": "report:main",
-    "cache": "admin:cache_main",
+    "cache": "cache_admin:cache_main",
     "state": "admin:state_main",
     "mcp": "mcp_server:main",
 }

@@ -45,6 +45,12 @@ class Breaker:
         self.lease_s = settings.total_timeout_ms / 1000.0 + TRIAL_LEASE_MARGIN_S
         self.clock = clock
 
+    def snapshot(self) -> dict[str, Document]:
+        """Every breaker's record with sane types (status, doctor, the MCP status resource)."""
+        doc = self.store.read(BREAKER_DOC) or {}
+        entries = {name: _entry(doc, name) for name in doc}
+        return {name: entry for name, entry in sorted(entries.items()) if entry is not None}
+
     def admit(self, name: str) -> None:
         """Return when `name` may be called now; raise CircuitOpen when it may not."""
         entry = _entry(self.store.read(BREAKER_DOC), name)

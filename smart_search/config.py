@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import CANNOT_READ_CONFIG, ConfigError
+from . import openclaw
+from .errors import ConfigError
 
 SKILL_NAME = "smart-search"
 # The registries, once: every module names providers and engines through these.
@@ -70,18 +72,20 @@ MAX_COUNT = 10**9
 # The predecessor skill's allocation for an agent that is not in config.
 DEFAULT_ALLOCATION = {"gemini": 5, "brave": 0}
 
+# Every duration is at most an hour: larger ones are typos, and 1e13 ms overflows the clock.
+MAX_MS = 3_600_000
 # key: (default, minimum, maximum) for the whole-number tunables.
 _TUNABLES: dict[str, tuple[int, int, int | None]] = {
     "retry_max_attempts": (3, 1, 10),
-    "retry_base_delay": (500, 0, None),
-    "web_fetch_min_interval_ms": (2000, 0, None),
-    "circuit_failure_threshold": (3, 1, None),
-    "circuit_reset_seconds": (60, 0, None),
-    "request_timeout_ms": (10000, 1, None),
-    "total_timeout_ms": (30000, 1, None),
-    "lock_timeout_ms": (5000, 0, None),
-    "log_retention_days": (30, 1, None),
-    "max_result_chars": (10000, 100, None),
+    "retry_base_delay": (500, 0, 60_000),
+    "web_fetch_min_interval_ms": (2000, 0, MAX_MS),
+    "circuit_failure_threshold": (3, 1, 1000),
+    "circuit_reset_seconds": (60, 0, 86_400),
+    "request_timeout_ms": (10000, 1, MAX_MS),
+    "total_timeout_ms": (30000, 1, MAX_MS),
+    "lock_timeout_ms": (5000, 0, MAX_MS),
+    "log_retention_days": (30, 1, 36_500),
+    "max_result_chars": (10000, 100, 100_000_000),
     "brave_count": (10, 1, 20),
     # Unconfigured agents that may spend per day (strict_agents off): invented ids can't grow the
     # ledger without bound.
@@ -89,6 +93,9 @@ _TUNABLES: dict[str, tuple[int, int, int | None]] = {
 }
 
 _VAR = re.compile(r"\$(\$?)\{([A-Z_][A-Z0-9_]*)\}")
+# What an API key may hold: printable ASCII. CR/LF would split the header, and httpx sends header
+# values as ASCII (anything else raised deep inside the request, with the key in the traceback).
+_HEADER_SAFE = re.compile(r"[\x20-\x7e]+")
 _AGENT_ID = re.compile(r"[a-z0-9-]+")
 _LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")
 
@@ -110,8 +117,12 @@ class Secret:
     __str__ = __repr__
 
 
+@dataclass(frozen=True, slots=True)
 class Settings:
-    """Everything a call needs from config and environment, already checked and defaulted."""
+    """Everything a call needs from config and environment, already checked and defaulted.
+
+    Frozen: one call's view of the config never changes under it (`dataclasses.replace` makes a
+    variant). `dataclasses` costs nothing extra here: filelock has already imported it."""
 
     gemini_model: str
     default_provider: str
@@ -135,6 +146,7 @@ class Settings:
     units: dict[str, str]
     prices_per_1000: dict[str, float | None]
     max_units_per_call: dict[str, int]
+    currencies: dict[str, str]
     agent_allocations: dict[str, dict[str, int]]
     default_allocation: dict[str, int]
     endpoints: dict[str, str]
@@ -143,10 +155,12 @@ class Settings:
     api_keys: dict[str, Secret | None]
     state_backend: dict[str, Any]
     max_unconfigured_agents: int
+    cache: dict[str, Any]
     config_path: str | None
-
-    def __init__(self, **values: Any) -> None:
-        self.__dict__.update(values)
+    # Layouts OpenClaw would reject and unknown config keys: every tool result carries them.
+    warnings: tuple[str, ...] = ()
+    # The per-workspace state dir an earlier release used (merged once into this one), or None.
+    legacy_state_dir: str | None = None
 
     def is_configured_agent(self, agent_id: str) -> bool:
         return agent_id in self.agent_allocations
@@ -156,55 +170,40 @@ def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> S
     """Read openclaw.json (if any) and the environment into a `Settings`."""
     env = os.environ if environ is None else environ
     path, explicit = _config_path(env)
-    root = _read_config(path, explicit)
-    section, skill_env = _skill_section(root)
-    section = _substitute(section, env)
-    return _build(section, root, skill_env, env, path if root else None)
+    try:
+        root = _read_config(path, explicit, env)
+        section, skill_env = _skill_section(root)
+        section = _substitute(section, env, "")
+        settings = _build(section, root, skill_env, env, path if root else None)
+    except RecursionError:
+        # A parser or a walk over a config nested hundreds of levels deep ran out of stack.
+        raise ConfigError("openclaw.json is nested too deeply.") from None
+    warnings = tuple(layout_warnings(root)) + tuple(
+        unknown_key_warning(key, near) for key, near in unknown_keys(section)
+    )
+    configured = section.get("state_dir")
+    return replace(
+        settings,
+        warnings=warnings,
+        legacy_state_dir=openclaw.legacy_ledger_dir(env, configured, settings.state_dir),
+    )
 
 
 def _config_path(env: Any) -> tuple[str, bool]:
-    explicit = env.get("OPENCLAW_CONFIG_PATH")
-    if explicit:
-        return os.path.expanduser(explicit), True
-    return os.path.join(_home(env), ".openclaw", "openclaw.json"), False
+    """The file OpenClaw itself reads, and whether a variable named it (openclaw.py)."""
+    location = openclaw.config_location(env)
+    return location.path, location.explicit
 
 
-def _home(env: Any) -> str:
-    return env.get("HOME") or os.path.expanduser("~")
-
-
-def _read_config(path: str, explicit: bool) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        if explicit:
-            raise ConfigError(CANNOT_READ_CONFIG) from None
-        return {}
-    except OSError:
-        raise ConfigError(CANNOT_READ_CONFIG) from None
-    import orjson
-
-    try:
-        root = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        root = _parse_json5(raw)
-    if not isinstance(root, dict):
-        raise ConfigError("openclaw.json must hold a JSON object at the top level.")
+def _read_config(path: str, explicit: bool, env: Any = None) -> dict[str, Any]:
+    """The config object with OpenClaw's `$include`s followed; {} for a missing default file."""
+    location = openclaw.ConfigLocation(path, explicit, True, [])
+    root, _files = openclaw.load_config(location, os.environ if env is None else env)
     return root
 
 
 def _parse_json5(raw: bytes) -> Any:
-    # Real OpenClaw files carry comments and trailing commas; only they pay for json5's import.
-    import json5
-
-    try:
-        return json5.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        # Name the line only: the parser's own message may quote file content (keys included).
-        line = re.search(r":(\d+)", str(exc))
-        where = f" near line {line.group(1)}" if line else ""
-        raise ConfigError(f"openclaw.json is not valid JSON5{where}.") from None
+    return openclaw.parse_config_text(raw, "openclaw.json")
 
 
 def _skill_section(root: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -231,19 +230,125 @@ def _skill_section(root: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     return legacy, legacy_env if isinstance(legacy_env, dict) else {}
 
 
-def _substitute(value: Any, env: Any) -> Any:
-    """Replace `${VAR}` in every string from the environment (`$${VAR}` stays literal)."""
+# Layouts OpenClaw 2026.9 rejects (its schema is strict outside `config`): still read, never quiet.
+LEGACY_SECTION_WARNING = (
+    'openclaw.json holds skills["smart-search"], a layout OpenClaw rejects (the whole file fails '
+    'its validation): move those settings into skills.entries["smart-search"].config and any '
+    'env keys into skills.entries["smart-search"].env.'
+)
+API_KEY_NAMES = ("GEMINI_API_KEY", "BRAVE_API_KEY")
+
+
+def legacy_env_warning(name: str) -> str:
+    return (
+        f"openclaw.json sets {name} directly in the top-level env block, which OpenClaw rejects "
+        f'(the whole file fails its validation): move it to env.vars.{name} or to '
+        f'skills.entries["smart-search"].env.{name}.'
+    )
+
+
+def layout_warnings(root: dict[str, Any]) -> list[str]:
+    """One warning per layout in `root` that smart-search reads but OpenClaw would reject."""
+    warnings = []
+    skills = root.get("skills")
+    if isinstance(skills, dict) and SKILL_NAME in skills:
+        warnings.append(LEGACY_SECTION_WARNING)
+    top_env = root.get("env")
+    if isinstance(top_env, dict):
+        warnings.extend(legacy_env_warning(n) for n in API_KEY_NAMES if n in top_env)
+    return warnings
+
+
+# Keys the skill's config block may hold; the last group is read by features landing soon.
+_KNOWN_KEYS = (
+    "gemini_model", "default_provider", "strict_agents", "finance_keywords", "brave_keywords",
+    "providers", "agent_allocations", "default_allocation", "endpoints", "state_dir", "timezone",
+    "cache", "state_backend", "deep_max_units", "max_unconfigured_agents", "source_weights",
+    "tracking_params",
+)  # fmt: skip
+_KNOWN_PROVIDER_KEYS = (
+    "daily_limit",
+    "monthly_limit",
+    "reset_timezone",
+    "unit",
+    "price_per_1000",
+    "currency",
+    "max_units_per_call",
+)
+
+
+def known_config_keys() -> tuple[str, ...]:
+    return (*_KNOWN_KEYS, *_TUNABLES)
+
+
+def unknown_keys(section: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """(dotted key, nearest known key or None) for every key the config block does not use."""
+    import difflib
+
+    def near(key: str, known: tuple[str, ...]) -> str | None:
+        found = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        return found[0] if found else None
+
+    out: list[tuple[str, str | None]] = []
+    known = known_config_keys()
+    legacy_env = ("env",)  # the spec's layout keeps its env block inside the section
+    for key in section:
+        if key not in known and key not in legacy_env:
+            out.append((key, near(key, known)))
+    providers = section.get("providers")
+    if isinstance(providers, dict):
+        for name, entry in providers.items():
+            if isinstance(entry, dict):
+                for key in entry:
+                    if key not in _KNOWN_PROVIDER_KEYS:
+                        guess = near(key, _KNOWN_PROVIDER_KEYS)
+                        full = f"providers.{name}.{guess}" if guess else None
+                        out.append((f"providers.{name}.{key}", full))
+    return out
+
+
+def unknown_key_warning(key: str, nearest: str | None) -> str:
+    hint = f' (did you mean "{nearest}"?)' if nearest else ""
+    return f'Unknown config key "{key}"{hint} is ignored.'
+
+
+def _substitute(value: Any, env: Any, key: str | None = None) -> Any:
+    """Replace `${VAR}` in every string from the environment (`$${VAR}` stays literal).
+
+    With `key` (the config key path being walked), a variable that is unset or empty is a
+    config_error naming it and the key: `"${UNSET}/x"` must not quietly become `"/x"`. Without it
+    (API key values), an unset variable leaves the value empty: that key is not configured.
+    """
     if isinstance(value, str):
         if "${" not in value:
             return value
-        return _VAR.sub(
-            lambda m: "${" + m.group(2) + "}" if m.group(1) else env.get(m.group(2), ""), value
-        )
+
+        def replace(m: re.Match[str]) -> str:
+            if m.group(1):
+                return "${" + m.group(2) + "}"
+            found = env.get(m.group(2), "")
+            if not found and key is not None:
+                raise ConfigError(
+                    f'Config key "{key}" uses ${{{m.group(2)}}}, but the environment variable '
+                    f"{m.group(2)} is not set (or is empty)."
+                )
+            return found
+
+        return _VAR.sub(replace, value)
     if isinstance(value, dict):
-        return {k: _substitute(v, env) for k, v in value.items()}
+        return {
+            k: _substitute(v, env, None if key is None else _join(key, str(k)))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [_substitute(v, env) for v in value]
+        return [
+            _substitute(v, env, None if key is None else f"{key}[{i}]") for i, v in enumerate(value)
+        ]
     return value
+
+
+def _join(key: str, name: str) -> str:
+    return f"{key}.{name[:64]}" if key else name[:64]
 
 
 def _build(
@@ -279,6 +384,7 @@ def _build(
         raise ConfigError('Config key "state_dir" must be a non-empty string.')
     values["state_dir"] = _state_dir(env, state_dir)
     values["state_backend"] = _state_backend(section)
+    values["cache"] = _cache(section)
     tz = section.get("timezone")
     values["timezone"] = None if tz is None else _zone(tz, "timezone")
     values["api_keys"] = {
@@ -337,6 +443,7 @@ def _providers(section: dict[str, Any], gemini_model: str) -> dict[str, dict[str
         "units": {},
         "prices_per_1000": {},
         "max_units_per_call": {},
+        "currencies": {},
     }
     for p in PROVIDERS:
         entry = providers.get(p, {})
@@ -367,6 +474,10 @@ def _providers(section: dict[str, Any], gemini_model: str) -> dict[str, dict[str
         ):
             raise ConfigError(f'Config key "{key}.price_per_1000" must be a number, 0 or more.')
         out["prices_per_1000"][p] = None if price is None else float(price)
+        currency = entry.get("currency", "USD")
+        if not isinstance(currency, str) or not re.fullmatch(r"[A-Z]{3}", currency):
+            raise ConfigError(f'Config key "{key}.currency" must be a currency code like "USD".')
+        out["currencies"][p] = currency
     return out
 
 
@@ -465,21 +576,14 @@ def _is_loopback_ip(host: str) -> bool:
         return False
 
 
+def default_state_dir(env: Any) -> str:
+    """The state directory when no config could be read (where an internal fault is logged)."""
+    return _state_dir(env, None)
+
+
 def _state_dir(env: Any, configured: str | None) -> str:
-    explicit = env.get("SMART_SEARCH_STATE_DIR")
-    if explicit:
-        return os.path.expanduser(explicit)
-    if configured:
-        return os.path.expanduser(configured)
-    workspace = env.get("OPENCLAW_WORKSPACE_DIR")
-    if not workspace:
-        state = env.get("OPENCLAW_STATE_DIR")
-        workspace = (
-            os.path.join(state, "workspace")
-            if state
-            else os.path.join(_home(env), ".openclaw", "workspace")
-        )
-    return os.path.join(os.path.expanduser(workspace), "shared")
+    """SMART_SEARCH_STATE_DIR, else `state_dir`, else <OpenClaw state dir>/workspace/shared."""
+    return openclaw.skill_state_dir(env, configured)[0]
 
 
 def _state_backend(section: dict[str, Any]) -> dict[str, Any]:
@@ -500,6 +604,39 @@ def _state_backend(section: dict[str, Any]) -> dict[str, Any]:
     return {**backend, "kind": kind, "on_unavailable": on_unavailable}
 
 
+# cache.<key>: (default, minimum, maximum); `cache.enabled` is a boolean (default true).
+CACHE_DEFAULTS: dict[str, tuple[int, int, int | None]] = {
+    "ttl_seconds": (6 * 3600, 0, 366 * 86400),
+    "finance_ttl_seconds": (300, 0, 366 * 86400),
+    "max_entries": (5000, 0, MAX_COUNT),
+    "max_bytes": (64 * 1024 * 1024, 0, 1 << 40),
+}
+
+
+def _cache(section: dict[str, Any]) -> dict[str, Any]:
+    """`cache`: the shared result cache (cache.py). A TTL of 0, or `enabled: false`, turns off
+    serving from it for that class; unknown keys are refused so a typo never goes unnoticed."""
+    given = section.get("cache", {})
+    if not isinstance(given, dict):
+        raise ConfigError('Config key "cache" must be an object.')
+    for name in given:
+        if name != "enabled" and name not in CACHE_DEFAULTS:
+            raise ConfigError(
+                f'Config key "cache.{str(name)[:64]}" is not one of enabled, '
+                f"{', '.join(CACHE_DEFAULTS)}."
+            )
+    enabled = given.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError('Config key "cache.enabled" must be true or false.')
+    out: dict[str, Any] = {"enabled": enabled}
+    for name, (default, low, high) in CACHE_DEFAULTS.items():
+        try:
+            out[name] = _whole(given, name, default, low, high)
+        except ConfigError as err:
+            raise ConfigError(err.message.replace(f'"{name}"', f'"cache.{name}"')) from None
+    return out
+
+
 def _api_key(name: str, env: Any, skill_env: dict[str, Any], root: dict[str, Any]) -> Secret | None:
     """First found wins: process env, the skill entry's env, top-level env.vars, top-level env."""
     top_env = root.get("env")
@@ -511,5 +648,35 @@ def _api_key(name: str, env: Any, skill_env: dict[str, Any], root: dict[str, Any
         if isinstance(value, str):
             value = _substitute(value, env).strip()
             if value:
+                # Never the value itself in the message: it is a secret.
+                if not _HEADER_SAFE.fullmatch(value):
+                    raise ConfigError(
+                        f"{name} contains characters that cannot be sent in an HTTP header."
+                    )
                 return Secret(value)
     return None
+
+
+def configured_key_values(env: Any) -> list[str]:
+    """Every raw value the API key variables hold (environment and openclaw.json), valid or not,
+    for scrubbing an internal error's traceback when `Settings` could not be built. Never raises.
+    """
+    found: list[str] = []
+    try:
+        sources: list[Any] = [env]
+        try:
+            root = _read_config(*_config_path(env))
+            _, skill_env = _skill_section(root)
+            top_env = root.get("env") if isinstance(root.get("env"), dict) else {}
+            top_vars = top_env.get("vars") if isinstance(top_env.get("vars"), dict) else {}
+            sources += [skill_env, top_vars, top_env]
+        except Exception:  # noqa: BLE001 - best effort: the environment alone then
+            pass
+        for source in sources:
+            for name in ("GEMINI_API_KEY", "BRAVE_API_KEY"):
+                value = source.get(name)
+                if isinstance(value, str):
+                    found += [value, value.strip(), _substitute(value, env).strip()]
+    except Exception:  # noqa: BLE001
+        pass
+    return [value for value in found if value]

@@ -23,6 +23,7 @@ FINANCE_BLOCKED = (
 LOCKED = "Quota file is locked. Try again."
 CANNOT_READ_CONFIG = "Cannot read openclaw.json. Check OPENCLAW_CONFIG_PATH."
 INVALID_JSON = "Invalid JSON input."
+NESTED_TOO_DEEP = "Input is nested too deeply."
 GEMINI_NOT_CONFIGURED = "GEMINI_API_KEY is not configured in openclaw.json."
 BRAVE_NOT_CONFIGURED = (
     "Brave Search is not configured. Add BRAVE_API_KEY to openclaw.json to enable it."
@@ -244,6 +245,21 @@ class StateUnavailable(StateError):
     """The configured state store cannot be reached (a Redis server down, refusing or slow)."""
 
     error_code = "state_unavailable"
+
+
+class StateUnsafe(StateCorrupt):
+    """A state path is a symbolic link, not a regular file or directory, owned by another user, or
+    writable by group/other: refused and left as it is. A subclass of StateCorrupt so that every
+    layer that stops the call on a damaged ledger stops it here too."""
+
+    error_code = "state_unsafe"
+
+
+class StateUnwritable(StateCorrupt):
+    """The state directory cannot be written (read-only file system, disk full, permission
+    denied, ...). The write is abandoned before the rename, so nothing was changed or spent."""
+
+    error_code = "state_unwritable"
 
 
 class AllExhausted(SearchError):

@@ -25,7 +25,8 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 from . import errors
@@ -49,6 +50,7 @@ for _name in ("httpx", "httpcore"):
     logging.getLogger(_name).setLevel(logging.WARNING)
 
 
+@dataclass(frozen=True, slots=True)
 class HttpRequest:
     """A request as data: nothing here performs I/O.
 
@@ -56,44 +58,29 @@ class HttpRequest:
     carries a key header never follows a redirect, whatever this says.
     """
 
-    __slots__ = ("method", "url", "params", "headers", "json", "cookies", "follow_redirects")
-
-    def __init__(
-        self,
-        method: str,
-        url: str,
-        *,
-        params: dict[str, str] | None = None,
-        headers: dict[str, str] | None = None,
-        json: object | None = None,
-        cookies: dict[str, str] | None = None,
-        follow_redirects: bool = False,
-    ) -> None:
-        self.method = method
-        self.url = url
-        self.params = params or {}
-        self.headers = headers or {}
-        self.json = json
-        self.cookies = cookies or {}
-        self.follow_redirects = follow_redirects
+    method: str
+    url: str
+    _: KW_ONLY
+    params: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    json: object | None = None
+    cookies: dict[str, str] = field(default_factory=dict)
+    follow_redirects: bool = False
 
     def __repr__(self) -> str:
         # Never show headers (keys) or params (queries) in a repr that may end up in a log.
         return f"HttpRequest({self.method} {_origin(self.url)})"
 
 
-class HttpResponse:
+class HttpResponse(NamedTuple):
     """A fully read response: status, lower-cased headers, body bytes (at most MAX_BODY_BYTES).
 
     The body is already decompressed; `content-encoding` is left in `headers` as the server sent it.
     """
 
-    __slots__ = ("status", "headers", "body")
-
-    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.status = status
-        self.headers = headers
-        self.body = body
+    status: int
+    headers: dict[str, str]
+    body: bytes
 
     def __repr__(self) -> str:
         return f"HttpResponse({self.status}, {len(self.body)} bytes)"
@@ -310,8 +297,16 @@ def _perform(
     follow = request.follow_redirects and not carries_key
     tls = speaks_tls(request)
     context = _ssl_context() if tls else None
+    # httpx mounts the environment's proxies only when it builds its own transport: a request
+    # the environment sends through a proxy goes through httpx's (httpcore, whose sockets the
+    # trace hook still tracks for `abandon`); every other request through ours.
+    proxied = not loopback and _proxied_by_environment(request.url)
     client = httpx.Client(
-        transport=StdlibTransport(ssl_context=context, timeout=budget, on_socket=on_socket),
+        transport=(
+            None
+            if proxied
+            else StdlibTransport(ssl_context=context, timeout=budget, on_socket=on_socket)
+        ),
         timeout=httpx.Timeout(budget),
         follow_redirects=follow,
         cookies=request.cookies or None,
@@ -515,6 +510,20 @@ def _origin(url: str) -> str:
         return f"{parts.scheme}://{parts.hostname}{parts.path}"
     except ValueError:
         return "<invalid URL>"
+
+
+def _proxied_by_environment(url: str) -> bool:
+    """True when *_PROXY / ALL_PROXY name a proxy for this URL's scheme and NO_PROXY spares it."""
+    import urllib.request
+
+    proxies = urllib.request.getproxies_environment()
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    if not (proxies.get(parts.scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass_environment(parts.hostname or "", proxies)
 
 
 def _is_loopback(url: str) -> bool:

@@ -147,6 +147,7 @@ class Ledger:
             "estimated_spend": (
                 None if price is None else round(window["month_used"] * price / 1000, 4)
             ),
+            "currency": None if price is None else s.currencies[p],
         }
 
     # -- changes -------------------------------------------------------------------------------

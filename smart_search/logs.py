@@ -1,15 +1,21 @@
-"""One JSONL line per smart_search call in `<state_dir>/logs/search-YYYY-MM-DD.jsonl` (spec §11,
-RULINGS §6).
+"""Every log file smart-search writes: one JSONL line per smart_search call in
+`<state_dir>/logs/search-YYYY-MM-DD.jsonl` (spec §11, RULINGS §6), and the tracebacks of internal
+faults in `<state_dir>/logs/internal-errors.log`.
 
 Each line is appended with ONE write to a file opened O_APPEND, so concurrent writers never
 interleave inside a line. Retention goes by the date in the file name only (never mtime) and
 touches nothing but `search-YYYY-MM-DD.jsonl` files. A log failure never fails a search.
+
+Log files are opened relative to a descriptor of `logs/` that was itself opened without following
+a link, and with O_NOFOLLOW: a link planted at `logs/` or at a log file is refused, never written
+through. Every record is scrubbed of the configured API keys before it is written.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 from datetime import date, timedelta
 from typing import Any
@@ -17,6 +23,9 @@ from typing import Any
 import orjson
 
 LOG_DIR = "logs"
+INTERNAL_ERRORS_LOG = "internal-errors.log"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NAME = re.compile(r"search-(\d{4}-\d{2}-\d{2})\.jsonl")
 
 
@@ -25,20 +34,26 @@ def log_dir(state_dir: str) -> str:
 
 
 def append_search_log(
-    state_dir: str, day: str, record: dict[str, Any], retention_days: int
+    state_dir: str,
+    day: str,
+    record: dict[str, Any],
+    retention_days: int,
+    secrets: tuple[str, ...] = (),
 ) -> None:
-    """Append `record`; never raises (a broken log must not break the search)."""
+    """Append `record` (scrubbed of `secrets`); never raises (a broken log must not break the
+    search)."""
     try:
-        directory = log_dir(state_dir)
-        os.makedirs(directory, mode=0o700, exist_ok=True)
+        if secrets:
+            from .scrub import scrub
+
+            record = scrub(record, secrets)
         line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
-        path = os.path.join(directory, f"search-{day}.jsonl")
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        dir_fd = open_log_dir(state_dir)
         try:
-            os.write(fd, line)
+            append(dir_fd, f"search-{day}.jsonl", line)
+            prune_logs(dir_fd, day, retention_days)
         finally:
-            os.close(fd)
-        prune_logs(directory, day, retention_days)
+            os.close(dir_fd)
     except Exception as exc:  # noqa: BLE001 - logging is best effort by contract
         try:
             sys.stderr.write(f"smart-search: search log not written ({exc.__class__.__name__})\n")
@@ -46,9 +61,60 @@ def append_search_log(
             pass
 
 
-def prune_logs(directory: str, today: str, retention_days: int) -> list[str]:
-    """Delete search logs dated more than `retention_days` before `today`; returns their names."""
+def append_internal_error(state_dir: str, text: str, secrets: tuple[str, ...]) -> None:
+    """Append a dated traceback to `logs/internal-errors.log`, scrubbed of `secrets` (a
+    traceback can quote a header or a URL). Raises on failure: the caller decides."""
+    import time
+
+    from .scrub import scrub
+
+    stamped = time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + text
+    dir_fd = open_log_dir(state_dir)
+    try:
+        append(dir_fd, INTERNAL_ERRORS_LOG, scrub(stamped, secrets).encode("utf-8", "replace"))
+    finally:
+        os.close(dir_fd)
+
+
+def open_log_dir(state_dir: str) -> int:
+    """A descriptor of `<state_dir>/logs`, created 0700; raises if either is unsafe or a link."""
+    from .state import check_owned, ensure_state_dir
+
+    ensure_state_dir(state_dir)
+    directory = log_dir(state_dir)
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+    # O_NOFOLLOW: a link planted at logs/ is refused (ELOOP), never followed.
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _CLOEXEC)
+    try:
+        check_owned(directory, os.fstat(dir_fd), "Log directory", stat.S_ISDIR)
+    except BaseException:
+        os.close(dir_fd)
+        raise
+    return dir_fd
+
+
+def append(dir_fd: int, name: str, data: bytes) -> None:
+    """One write on an O_APPEND descriptor of `name` (never through a link), created 0600."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK
+    fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+    try:
+        from .state import check_owned
+
+        check_owned(name, os.fstat(fd), "Log file", stat.S_ISREG)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def prune_logs(directory: str | int, today: str, retention_days: int) -> list[str]:
+    """Delete search logs dated more than `retention_days` before `today`; returns their names.
+
+    `directory` is a path or a descriptor of the logs directory."""
     oldest = date.fromisoformat(today) - timedelta(days=retention_days)
+    dir_fd = directory if isinstance(directory, int) else None
     removed = []
     for name in os.listdir(directory):
         match = _NAME.fullmatch(name)
@@ -60,7 +126,10 @@ def prune_logs(directory: str, today: str, retention_days: int) -> list[str]:
             continue  # search-2026-13-45.jsonl is not ours to judge
         if dated < oldest:
             try:
-                os.remove(os.path.join(directory, name))
+                if dir_fd is None:
+                    os.remove(os.path.join(str(directory), name))
+                else:
+                    os.remove(name, dir_fd=dir_fd)
                 removed.append(name)
             except FileNotFoundError:
                 pass  # another process pruned it first

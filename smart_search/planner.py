@@ -13,24 +13,20 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import NamedTuple
 
 from .config import GENERAL_AGENT, Settings
 
 OPPOSITE = {"gemini": "brave", "brave": "gemini"}
 
 
-class Tier:
+class Tier(NamedTuple):
     """One step of a plan: an API provider, or a web_fetch engine."""
 
-    __slots__ = ("number", "provider", "engine", "finance_blocked")
-
-    def __init__(
-        self, number: int, provider: str, engine: str | None = None, finance_blocked: bool = False
-    ) -> None:
-        self.number = number
-        self.provider = provider  # "gemini" | "brave" | "web_fetch"
-        self.engine = engine  # set for web_fetch tiers
-        self.finance_blocked = finance_blocked
+    number: int
+    provider: str  # "gemini" | "brave" | "web_fetch"
+    engine: str | None = None  # set for web_fetch tiers
+    finance_blocked: bool = False
 
     @property
     def is_api(self) -> bool:

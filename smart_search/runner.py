@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from . import contract
-from .errors import INVALID_JSON, InvalidInput, SearchError
+from .errors import INVALID_JSON, NESTED_TOO_DEEP, InvalidInput, SearchError
 
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 
@@ -27,8 +27,10 @@ def handle(raw: bytes, environ: Any = None, **options: Any) -> dict[str, Any]:
             raise InvalidInput("Input exceeds the 16 MiB limit.")
         try:
             request = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            raise InvalidInput(INVALID_JSON) from None
+        except orjson.JSONDecodeError as exc:
+            # Valid JSON nested deeper than orjson's 1024 levels is not "invalid JSON".
+            message = NESTED_TOO_DEEP if "depth limit" in str(exc) else INVALID_JSON
+            raise InvalidInput(message) from None
     except SearchError as err:
         return _error(None, err)
     return handle_request(request, environ, **options)
@@ -46,13 +48,33 @@ def handle_request(
     `settings_loader` replaces `load_settings(environ)`: the MCP server passes one that keeps the
     parsed config until the file changes. Everything else is the CLI's path, byte for byte.
     """
+    holder: dict[str, Any] = {}
+    result = _handle(request, environ, holder, settings_loader, options)
+    settings = holder.get("settings")
+    if settings is not None:
+        # The last gate before stdout: no configured key leaves in any string of the result.
+        from .scrub import scrub, settings_secrets
+
+        result = scrub(result, settings_secrets(settings))
+    return result
+
+
+def _handle(
+    request: Any,
+    environ: Any,
+    holder: dict[str, Any],
+    settings_loader: Callable[[], Any] | None,
+    options: dict[str, Any],
+) -> dict[str, Any]:
     tool: str | None = None
-    settings = None
     try:
-        contract.check("request.json", request)
-        tool = request["tool"]
-        args = request.get("args", {})
-        contract.check(f"{tool}.args.json", args)
+        try:
+            contract.check("request.json", request)
+            tool = request["tool"]
+            args = request.get("args", {})
+            contract.check(f"{tool}.args.json", args)
+        except RecursionError:
+            raise InvalidInput(NESTED_TOO_DEEP) from None
         from .tools import call_tool
 
         if settings_loader is None:
@@ -61,11 +83,12 @@ def handle_request(
             settings = load_settings(os.environ if environ is None else environ)
         else:
             settings = settings_loader()
+        holder["settings"] = settings
         return call_tool(tool, args, settings, **options)
     except SearchError as err:
         return _error(tool, err)
     except Exception as exc:  # noqa: BLE001 - the contract: never a traceback, always JSON
-        _record_internal(exc, settings, environ)
+        _record_internal(exc, holder.get("settings"), environ)
         from .errors import InternalError
 
         return _error(tool, InternalError(f"Internal error: {exc.__class__.__name__}"))
@@ -78,30 +101,23 @@ def _error(tool: str | None, err: SearchError) -> dict[str, Any]:
 
 
 def _record_internal(exc: BaseException, settings: Any, environ: Any) -> None:
+    """The traceback of an internal fault, scrubbed of every configured key, to the log."""
     try:
-        import time
         import traceback
 
-        if settings is None:
-            from .config import _state_dir
+        from .logs import append_internal_error
+        from .scrub import secret_values, settings_secrets
 
-            settings_dir = _state_dir(os.environ if environ is None else environ, None)
+        if settings is None:
+            from .config import configured_key_values, default_state_dir
+
+            env = os.environ if environ is None else environ
+            state_dir = default_state_dir(env)
+            secrets = secret_values(configured_key_values(env))
         else:
-            settings_dir = settings.state_dir
-        directory = os.path.join(settings_dir, "logs")
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        text = time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + "".join(
-            traceback.format_exception(exc)
-        )
-        fd = os.open(
-            os.path.join(directory, "internal-errors.log"),
-            os.O_WRONLY | os.O_APPEND | os.O_CREAT,
-            0o600,
-        )
-        try:
-            os.write(fd, text.encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
+            state_dir = settings.state_dir
+            secrets = settings_secrets(settings)
+        append_internal_error(state_dir, "".join(traceback.format_exception(exc)), secrets)
     except Exception:  # noqa: BLE001 - recording a fault must not cause another
         pass
 

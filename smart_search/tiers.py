@@ -14,6 +14,9 @@ billed reserves another, and afterwards the ledger is settled to what the provid
 web_fetch tier: a finance query in Strategy A → skipped (finance_blocked); breaker; pacing; one
 request. Answers pass the sanitizer here, as each tier answers, so an all-junk answer fails its
 tier instead of passing as a success.
+
+With the result cache on (`run.cache`, cache.py), each tier runs through `Flight.walk`: a hit for
+its key replaces the tier; otherwise the tier runs as the key's single-flight leader.
 """
 
 from __future__ import annotations
@@ -118,6 +121,7 @@ class Run(NamedTuple):
     pace: Callable[..., object]  # pacing.wait_for_slot(settings, engine, deadline)
     api_query: dict[str, str]  # the query each API is sent (Brave's fitted to its limits)
     api_warnings: dict[str, str | None]
+    cache: Any = None  # cache.Flight: each tier looks up its key first (None: no cache)
 
 
 class Attempt(NamedTuple):
@@ -152,6 +156,7 @@ class Outcome(NamedTuple):
     quota_source: str = "none"
     queries_remaining: int | None = None
     warning: str | None = None
+    cacheable: bool = True  # False: a partial answer the result cache must not keep
 
 
 def _record(
@@ -200,7 +205,10 @@ def run_tiers(tiers: list[Tier], run: Run) -> Outcome:
             attempts.append(_record(tier, started, "skipped", late))
             continue
         walk = _api_tier if tier.is_api else _web_tier
-        attempt, answer = walk(tier, run, started)
+        if run.cache is not None:  # a hit instead of the tier, or the tier as the key's leader
+            attempt, answer = run.cache.walk(walk, tier, run, started)
+        else:
+            attempt, answer = walk(tier, run, started)
         attempts.append(attempt)
         if answer is not None:
             return answer._replace(attempts=attempts)
@@ -279,6 +287,7 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
         quota_source=source,
         queries_remaining=remaining,
         warning=run.api_warnings[provider],
+        cacheable=call.answer.complete,
     )
 
 

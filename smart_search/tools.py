@@ -13,8 +13,9 @@ from .errors import SearchError, UnknownAgent, unknown_agent
 from .ledger import Ledger
 
 # Version 2 lines add `log_version`, `units` (billed units of the whole call) and per-attempt
-# `units`; lines without `log_version` are version 1.
-LOG_VERSION = 2
+# `units`; lines without `log_version` are version 1. Version 3 adds `cached` (the answer came
+# from the result cache) and `units_saved` (what that answer cost when it was first bought).
+LOG_VERSION = 3
 
 
 def failure_result(
@@ -37,13 +38,15 @@ def failure_result(
         "attempts": [],
         "citations": [],
         "truncated": False,
+        "cached": False,
+        "cached_at": None,
     }
 
 
 def smart_search(
     args: dict[str, Any], settings: Settings, *, backends: Any = None
 ) -> dict[str, Any]:
-    from . import output, planner, quota
+    from . import cache, output, planner, quota
     from .breaker import Breaker
     from .pacing import wait_for_slot
     from .store import open_store
@@ -66,6 +69,7 @@ def smart_search(
     ledger = Ledger(settings, store)
     day = ledger.today
     api_query, api_warnings = fit_api_queries(query, settings)
+    flight = cache.open_flight(settings, store, query, day, fresh=bool(args.get("fresh")))
     run = Run(
         agent_id=agent_id,
         query=query,
@@ -77,6 +81,7 @@ def smart_search(
         pace=lambda s, engine, until: wait_for_slot(s, engine, until, store=store),
         api_query=api_query,
         api_warnings=api_warnings,
+        cache=flight,
     )
     try:
         outcome = run_tiers(planner.plan(agent_id, query, settings, routed), run)
@@ -95,8 +100,14 @@ def smart_search(
         result["warning"] = overcommit
     else:
         warnings = [w for w in (outcome.warning, overcommit) if w]
-        # Already sanitized, tier by tier (tiers._usable); only the size cap is left.
-        capped, truncated = output.cap_results(outcome.results, settings.max_result_chars)
+        # Already sanitized, tier by tier (tiers._usable); keys are scrubbed BEFORE the size cap,
+        # so that a cut can never leave part of a key behind.
+        from .scrub import scrub, settings_secrets
+
+        secrets = settings_secrets(settings)
+        capped, truncated = output.cap_results(
+            scrub(outcome.results, secrets), settings.max_result_chars
+        )
         result = {
             "results": capped,
             "provider_used": outcome.provider_used,
@@ -108,11 +119,16 @@ def smart_search(
             "error": None,
             "error_code": None,
             "attempts": [],
-            "citations": outcome.citations,
+            "citations": scrub(outcome.citations, secrets),
             "truncated": truncated,
+            "cached": False,
+            "cached_at": None,
         }
+    if flight is not None and flight.hit and outcome.error is None:
+        result["cached"], result["cached_at"] = True, flight.cached_at
     result["attempts"] = [a.as_dict() for a in outcome.attempts]
-    _log(settings, day, agent_id, query, force, result, started)
+    saved = flight.units_saved if flight is not None and result["cached"] else 0
+    _log(settings, day, agent_id, query, force, result, started, saved)
     return result
 
 
@@ -124,6 +140,7 @@ def _log(
     force: str | None,
     result: dict[str, Any],
     started: float,
+    units_saved: int = 0,
 ) -> None:
     from .logs import append_search_log
     from .output import summary
@@ -147,14 +164,28 @@ def _log(
         "latency_ms": round((time.monotonic() - started) * 1000, 1),
         "log_version": LOG_VERSION,
         "units": sum(a["units"] for a in result["attempts"]),
+        "cached": result["cached"],
+        "units_saved": units_saved,
     }
-    append_search_log(settings.state_dir, day, record, settings.log_retention_days)
+    from .scrub import settings_secrets
+
+    append_search_log(
+        settings.state_dir,
+        day,
+        record,
+        settings.log_retention_days,
+        secrets=settings_secrets(settings),
+    )
 
 
 def search_quota_status(args: dict[str, Any], settings: Settings) -> dict[str, Any]:
     ledger = Ledger(settings)
     agent_id = args.get("agent_id")
     status = ledger.agent_status(agent_id) if agent_id else ledger.full_status()
+    if not agent_id:
+        from . import cache
+
+        status["cache"] = cache.status(settings, ledger.store, ledger.today)
     status["error"] = None
     status["error_code"] = None
     return status
@@ -187,12 +218,28 @@ def completion_message(released: dict[str, int]) -> str:
 def call_tool(
     tool: str, args: dict[str, Any], settings: Settings, **options: Any
 ) -> dict[str, Any]:
-    """Run one validated tool call; SearchError becomes the tool's error object."""
+    """Run one validated tool call; SearchError becomes the tool's error object. No configured API
+    key appears in any string of what it returns."""
+    from .scrub import scrub, settings_secrets
+
     try:
+        if settings.legacy_state_dir:
+            from .openclaw import merge_legacy_ledger
+
+            merge_legacy_ledger(settings)
         if tool == "smart_search":
-            return smart_search(args, settings, **options)
-        if tool == "search_quota_status":
-            return search_quota_status(args, settings)
-        return search_mark_agent_complete(args, settings)
+            result = smart_search(args, settings, **options)
+        elif tool == "search_quota_status":
+            result = search_quota_status(args, settings)
+        else:
+            result = search_mark_agent_complete(args, settings)
     except SearchError as err:
-        return failure_result(tool, err)
+        result = failure_result(tool, err)
+    return scrub(with_config_warnings(result, settings), settings_secrets(settings))
+
+
+def with_config_warnings(result: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """Append config warnings (rejected layouts, unknown keys) to the result's `warning`."""
+    if settings.warnings:
+        result["warning"] = " ".join(filter(None, (result.get("warning"), *settings.warnings)))
+    return result

@@ -12,6 +12,11 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Files the tests plant in state directories must look like an operator's (0644, 0755) whatever the
+# umask of the shell running the suite: smart-search refuses state that group or others may write
+# (README, "Files it writes"). Tests of the umask itself set their own.
+os.umask(0o022)
 SCHEMAS = REPO / "schemas"
 RESULT_SCHEMAS = {
     "smart_search": "smart_search.result.json",

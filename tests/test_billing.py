@@ -64,6 +64,8 @@ def configure(env: Env, fake: FakeServer, **config: Any) -> None:
         "retry_base_delay": 10,
         "request_timeout_ms": 3000,
         "agent_allocations": {"cron": {"gemini": 5, "brave": 5}},
+        # These tests pay for repeated questions on purpose: what is spent is what is tested.
+        "cache": {"enabled": False},
     }
     base.update(config)
     env.write_config(base)
@@ -264,6 +266,7 @@ print(json.dumps(handle(json.dumps(call).encode())))
 """
 
 
+@pytest.mark.multiprocess
 def test_after_one_quota_429_no_process_sends_that_provider_a_request(
     env: Env, fake: FakeServer
 ) -> None:
@@ -326,6 +329,7 @@ def test_status_shows_both_windows_the_unit_and_the_money(env: Env) -> None:
     assert (brave["monthly"]["used"], brave["monthly"]["limit"]) == (4, 2000)
     assert brave["monthly"]["resets_at"].endswith("-01T00:00:00Z")
     assert brave["estimated_spend"] == 0.02 and brave["unit"] == "request"
+    assert brave["currency"] == "USD"  # providers.<p>.currency, USD unless configured
     assert env.call("search_quota_status")["windows"]["gemini"]["estimated_spend"] is None
 
 
@@ -553,3 +557,13 @@ def test_a_worked_month_never_bills_past_a_window_and_the_ledger_agrees(env: Env
     # Brave's own report (5 less than ours) bound the month, and the 429 stopped it until Jan 1.
     assert doc["windows"]["brave"]["exhausted_until"] == utc(2027, 1, 1)
     assert answered["gemini"] > 0 and answered["brave"] > 0 and answered["web_fetch"] > 0
+
+
+def test_empty_search_query_entries_are_not_billed(env: Env, fake: FakeServer) -> None:
+    """Google ignores empty `webSearchQueries` entries when it counts billed queries."""
+    configure(env, fake)
+    body: Any = copy.deepcopy(fixture_json("gemini-ok.json"))
+    body["candidates"][0]["groundingMetadata"]["webSearchQueries"] = ["", "jwst launch", " "]
+    fake.route(GEMINI_PATH, Reply(200, json.dumps(body).encode()))
+    assert search(env, "NSE stock news")["attempts"][0]["units"] == 1
+    assert windows_of(env, "gemini")["daily"]["used"] == 1

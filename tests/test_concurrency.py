@@ -10,7 +10,11 @@ import sys
 import time
 from typing import Any
 
+import pytest
+
 from tests.conftest import Env
+
+pytestmark = pytest.mark.multiprocess
 
 # Each worker reserves `count` units for its agent and prints one line per granted unit.
 RESERVER = """
@@ -135,13 +139,20 @@ def test_random_sigkills_never_corrupt_or_overspend(env: Env) -> None:
     printed = 0
     for _round in range(3):
         procs = [spawn(env, RESERVER, f"w{i}", "100") for i in range(8)]
-        time.sleep(rng.uniform(0.3, 0.8))
+        # Kill only workers that are really at work: each has reported its first answer (a
+        # grant, or a refusal once the limit is spent). A loaded machine may take seconds to
+        # start them; a kill before any write would test nothing.
+        for p in procs:
+            first = p.stdout.readline().decode()
+            assert first.startswith(("granted", "refused")), p.stderr.read()[-2000:]
+            printed += first.count("granted")
         for p in procs:
             time.sleep(rng.uniform(0, 0.05))
             p.send_signal(signal.SIGKILL)
         for p in procs:
             out, _ = p.communicate(timeout=60)
             printed += out.decode().count("granted")
+        assert printed > 0
         doc = env.quota_doc()  # parses: never torn
         assert doc["format"] == "smart-search/quota@2"
         used = used_brave(env)

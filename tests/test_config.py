@@ -186,11 +186,12 @@ def test_config_errors_reach_the_caller_as_config_error(env: Any) -> None:
 def test_state_dir_resolution_order(tmp_path: Path) -> None:
     base = {"HOME": str(tmp_path / "h")}
     assert load_settings({**base, "OPENCLAW_STATE_DIR": "/oc"}).state_dir == "/oc/workspace/shared"
+    # RULINGS §2 (changed): the workspace variable never moves the ledger.
     assert (
         load_settings(
             {**base, "OPENCLAW_WORKSPACE_DIR": "/ws", "OPENCLAW_STATE_DIR": "/oc"}
         ).state_dir
-        == "/ws/shared"
+        == "/oc/workspace/shared"
     )
     assert (
         load_settings(

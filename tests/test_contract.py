@@ -94,8 +94,8 @@ def test_first_bad_field_in_spec_order_is_reported() -> None:
 
 
 def test_unknown_argument_is_named() -> None:
-    code, message = check_message(SEARCH, {"query": "q", "agent_id": "a", "count": 3})
-    assert code == "invalid_input" and '"count"' in message
+    code, message = check_message(SEARCH, {"query": "q", "agent_id": "a", "limit": 3})
+    assert code == "invalid_input" and '"limit"' in message
 
 
 def test_envelope_errors() -> None:
@@ -139,11 +139,26 @@ edge_text = st.one_of(
             "x" * 1001,
             "a" * 64,
             "a" * 65,
+            "first",
+            "deep",
+            "day",
+            "year",
+            "US",
+            "de",
+            "De",
+            "us\n",
+            "USA",
+            "en",
         ]
     ),
 )
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | edge_text,
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=-1, max_value=22)
+    | st.sampled_from([5.0, 20.0, 0.5, 21.0])
+    | edge_text,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(edge_text, inner, max_size=3),
     max_leaves=6,
 )
@@ -153,6 +168,12 @@ arg_objects = st.fixed_dictionaries(
         "query": json_values,
         "agent_id": json_values,
         "force_provider": json_values,
+        "mode": json_values,
+        "count": json_values,
+        "freshness": json_values,
+        "country": json_values,
+        "language": json_values,
+        "fresh": json_values,
         "tool": json_values,
         "args": json_values,
     },
@@ -208,7 +229,8 @@ def test_error_codes_in_code_are_the_schemas_vocabulary() -> None:
         seen.add(cls.error_code)
         classes.extend(cls.__subclasses__())
     assert seen <= vocabulary
-    assert len(vocabulary) == 23
+    assert len(vocabulary) == 25  # RULINGS §1's 22, plus state_unavailable, state_unsafe and
+    # state_unwritable
 
 
 # --- the runner never crashes, whatever the bytes ------------------------------------------

@@ -282,6 +282,7 @@ time.sleep(float(sys.argv[2]))
 """
 
 
+@pytest.mark.multiprocess
 def test_lock_held_past_timeout_gives_the_spec_message(env: Env) -> None:
     env.write_config({"lock_timeout_ms": 300, "agent_allocations": {"a": {"gemini": 1}}})
     env.state_dir.mkdir(parents=True)

@@ -676,7 +676,8 @@ def test_the_server_default_agent_fills_in_a_missing_agent_id(
             status, _ = await call(session, "search_quota_status", {"agent_id": AGENT})
             assert status["brave"]["used"] == 1  # the flag beats the config
             # An explicit agent_id is used as given; general keeps its meaning.
-            await call(session, "smart_search", {"query": "space", "agent_id": "other"})
+            # (Each search here asks something new: the result cache would answer a repeat.)
+            await call(session, "smart_search", {"query": "space probe", "agent_id": "other"})
             status, _ = await call(session, "search_quota_status", {"agent_id": "other"})
             assert status["brave"]["used"] == 1
 
@@ -691,7 +692,7 @@ def test_a_config_edit_changes_the_default_without_a_restart(env: Env, fake: Fak
         async with stdio_session(env) as session:
             await call(session, "smart_search", {"query": "space"})
             configure(env, fake, mcp_agent_id=AGENT, brave_count=7)
-            await call(session, "smart_search", {"query": "space"})
+            await call(session, "smart_search", {"query": "space probe"})
             for agent in ("other", AGENT):
                 status, _ = await call(session, "search_quota_status", {"agent_id": agent})
                 assert status["brave"]["used"] == 1, agent
@@ -729,10 +730,8 @@ def test_the_cli_and_the_server_share_one_ledger(env: Env, fake: FakeServer) -> 
     async def main() -> None:
         async with stdio_session(env) as session:
             await call(session, "smart_search", {"query": "space", "agent_id": AGENT})
-            proc = await anyio.to_thread.run_sync(
-                lambda: env.run_cli(json.dumps({"tool": "smart_search",
-                                                "args": {"query": "space", "agent_id": AGENT}}))
-            )  # fmt: skip
+            request = {"tool": "smart_search", "args": {"query": "space probe", "agent_id": AGENT}}
+            proc = await anyio.to_thread.run_sync(lambda: env.run_cli(json.dumps(request)))
             assert json.loads(proc.stdout)["provider_used"] == "brave"
             status, _ = await call(session, "search_quota_status", {"agent_id": AGENT})
             assert status["brave"]["used"] == 2

@@ -3,6 +3,7 @@ the tiers.Backends seam; everything else real: ledger, breaker, pacing files, lo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -121,7 +122,7 @@ def search(env: Env, backends: FakeBackends, query: str, agent: str, **args: Any
 def test_keyword_routing_on_word_boundaries(query: str, provider: str, tmp_path: Any) -> None:
     settings = load_settings({"HOME": str(tmp_path)})
     assert planner.route(query, settings) == provider.replace("-default", "")
-    settings.default_provider = "gemini"
+    settings = dataclasses.replace(settings, default_provider="gemini")
     expected = "gemini" if provider.endswith("-default") else provider
     assert planner.route(query, settings) == expected
 
@@ -437,6 +438,8 @@ def test_one_log_line_per_search_with_the_spec_fields(keyed: Env) -> None:
         "latency_ms",
         "log_version",
         "units",
+        "cached",
+        "units_saved",
     }
     assert all(set(line) == spec_fields for line in lines)
     assert lines[0]["success"] is True and lines[0]["web_fetch_engine"] == "google"

@@ -35,17 +35,34 @@ def frontmatter() -> dict[str, str]:
     return fields
 
 
+# What OpenClaw 2026.9.6 reads from metadata.openclaw (dist/frontmatter-2H_F0IFB.mjs); anything
+# else (the old `envVars`) is silently dropped.
+OPENCLAW_METADATA_KEYS = {
+    "always", "emoji", "homepage", "skillKey", "primaryEnv", "os", "requires", "install",
+}  # fmt: skip
+
+
 def test_skill_manifest() -> None:
     fields = frontmatter()
     assert fields["name"] == "smart-search"
     assert len(fields["description"]) > 40
     meta = json.loads(fields["metadata"])["openclaw"]
-    assert meta["requires"]["bins"] == ["smart-search"]
-    env_vars = {v["name"]: v for v in meta["envVars"]}
-    assert set(env_vars) == {"GEMINI_API_KEY", "BRAVE_API_KEY"}
-    assert all(v["required"] is False for v in env_vars.values())
-    (install,) = meta["install"]
-    assert install["kind"] == "uv" and install["package"] and "smart-search" in install["bins"]
+    assert set(meta) <= OPENCLAW_METADATA_KEYS, set(meta) - OPENCLAW_METADATA_KEYS
+    assert meta["requires"] == {"bins": ["smart-search"]}  # nothing else is truly required
+    assert meta["primaryEnv"] in ("GEMINI_API_KEY", "BRAVE_API_KEY")
+    # No install spec may name a package that is not this project: this project is published
+    # nowhere, so there is none, and SKILL.md gives the exact commands instead.
+    assert "install" not in meta
+    text = (REPO / "SKILL.md").read_text()
+    assert "python3 -m venv" in text and "bin/pip install /path/to/smart-search" in text
+
+
+def test_distribution_name_is_not_the_strangers_package() -> None:
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "openclaw-smart-search"
+    assert project["scripts"] == {"smart-search": "smart_search.__main__:main"}
 
 
 def test_skill_examples_are_valid_calls() -> None:
@@ -65,18 +82,50 @@ def test_skill_examples_are_valid_calls() -> None:
 def test_readme_opens_with_the_two_commands_and_ci_runs_the_second() -> None:
     readme = (REPO / "README.md").read_text()
     blocks = re.findall(r"```(?:bash|sh)\n(.*?)```", readme, re.S)
-    assert "smart-search" in blocks[0] and '"agent_id":"general"' in blocks[0].replace(" ", "")
+    first = blocks[0].strip()
+    # A stock Debian python refuses a bare pip install (PEP 668): the first command makes a venv
+    # and runs the command from it.
+    assert first.startswith("python3 -m venv .venv && .venv/bin/pip install . && ")
+    assert first.endswith("| .venv/bin/smart-search")
+    assert '"agent_id":"general"' in first.replace(" ", "")
     test_command = blocks[1].strip().splitlines()[-1]
     ci = (REPO / ".ci" / "run").read_text()
-    assert test_command == "python3 -m pytest" and test_command in ci.splitlines()
+    # Two steps that together run every test: the multi-process ones on their own.
+    assert test_command == (
+        'python3 -m pytest -m "not multiprocess" && python3 -m pytest -m multiprocess'
+    )
+    assert test_command in ci.splitlines()
+
+
+def _outer_import_paths() -> list[str]:
+    """The directories this interpreter imports from, the checkout excepted: wherever the suite
+    runs (a venv, a venv with system packages, the base interpreter with PYTHONPATH or --user
+    packages), these hold the build backend, pip and the runtime dependencies it has."""
+    paths = []
+    for entry in sys.path:
+        path = Path(entry or ".").resolve()
+        if path.is_dir() and path != REPO and REPO not in path.parents and str(path) not in paths:
+            paths.append(str(path))
+    return paths
 
 
 @pytest.mark.slow
 def test_non_editable_install_ships_the_schemas(tmp_path: Path) -> None:
     """`pip install .` (not editable) in a fresh venv: console script, -m, schemas inside."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    # Not --system-site-packages: run from inside a venv, that would show the nested venv the BASE
+    # interpreter's packages, not the ones this suite runs with. A .pth file gives it exactly this
+    # interpreter's import path instead; it comes after the venv's own site-packages, so the copy
+    # installed below is the one imported (checked below).
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = venv / "bin" / "python"
+    own_site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(own_site) / "outer-environment.pth").write_text("\n".join(_outer_import_paths()) + "\n")
     proc = subprocess.run(
         [
             str(py),
@@ -85,11 +134,13 @@ def test_non_editable_install_ships_the_schemas(tmp_path: Path) -> None:
             "install",
             "--quiet",
             "--no-deps",
+            "--no-index",
             "--no-build-isolation",
             str(REPO),
         ],
         capture_output=True,
         text=True,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     where = subprocess.run(

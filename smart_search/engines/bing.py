@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import TYPE_CHECKING
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from ..config import Settings
@@ -62,10 +63,15 @@ _INTERNAL_PATHS = (
 )
 
 
-def build_request(query: str, settings: Settings) -> HttpRequest:
+def build_request(
+    query: str, settings: Settings, *, filters: dict[str, Any] | None = None
+) -> HttpRequest:
     """GET /search in English for the US market (`setlang` for the interface, `cc` for the
-    market), the parameters Bing's own search box sends."""
+    market), the parameters Bing's own search box sends. `filters` (see `filter_params`)
+    override or add Bing's own parameters."""
     params = {"q": query, "setlang": "en", "cc": "US", "form": "QBLH"}
+    if filters:
+        params.update(filter_params(filters)[0])
     return HttpRequest(
         "GET",
         settings.endpoints[NAME] + PATH,
@@ -189,3 +195,51 @@ def _snippet(item: HtmlElement) -> str:
         if text:
             return text
     return text_of(caption) if caption is not None else ""
+
+
+# --- filters (issue 15) ----------------------------------------------------------------------
+
+# Bing's date filter: ez1 past 24 hours, ez2 past week, ez3 past month; there is no "past year"
+# preset, so a year is the custom range ez5_<first day>_<last day> (days since 1970-01-01).
+_DATE_FILTERS = {"day": "ez1", "week": "ez2", "month": "ez3"}
+_EPOCH = date(1970, 1, 1)
+RESULTS_PER_PAGE = 10
+
+
+def filter_params(
+    filters: dict[str, Any], *, now: datetime | None = None
+) -> tuple[dict[str, str], list[str]]:
+    """Bing's query parameters for the search filters, and the filters it cannot honour.
+
+    freshness → `filters=ex1:"ez1|ez2|ez3"` (year: `ex1:"ez5_<from>_<to>"`, 365 days up to
+    `now`); country → `cc`; language → `setlang` (Chinese as zh-hans / zh-hant). A results page
+    holds ten organic results and no parameter asks for more, so a count above ten is reported
+    as unsupported (the caller cuts a longer list to count).
+    """
+    from ..filters import FRESHNESS_DAYS, normalise, utc_now, valid_count
+
+    params: dict[str, str] = {}
+    unsupported: list[str] = []
+    wanted = normalise(filters)
+    for name, value in wanted.items():
+        if name == "count" and valid_count(value) is not None:
+            if value > RESULTS_PER_PAGE:
+                unsupported.append(name)
+        elif name == "freshness" and str(value) in _DATE_FILTERS:
+            params["filters"] = f'ex1:"{_DATE_FILTERS[value]}"'
+        elif name == "freshness" and value == "year":
+            last = (utc_now(now).date() - _EPOCH).days
+            params["filters"] = f'ex1:"ez5_{last - FRESHNESS_DAYS["year"]}_{last}"'
+        elif name == "country" and _is_code(value):
+            params["cc"] = value
+        elif name == "language" and _is_code(value):
+            if value == "zh":
+                value = "zh-hant" if wanted.get("country") in ("TW", "HK") else "zh-hans"
+            params["setlang"] = value
+        else:
+            unsupported.append(name)
+    return params, unsupported
+
+
+def _is_code(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 2 and value.isascii() and value.isalpha()

@@ -18,7 +18,7 @@ Quirks worth knowing:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from ..config import Settings
@@ -46,12 +46,18 @@ REGION = "wt-wt"  # "All regions"
 CHALLENGE = "served its bot challenge instead of results."
 
 
-def build_request(query: str, settings: Settings) -> HttpRequest:
-    """GET /html/?q=...&kl=wt-wt: the no-JavaScript results page, no region."""
+def build_request(
+    query: str, settings: Settings, *, filters: dict[str, Any] | None = None
+) -> HttpRequest:
+    """GET /html/?q=...&kl=wt-wt: the no-JavaScript results page, no region. `filters` (see
+    `filter_params`) set a region and a date limit."""
+    params = {"q": query, "kl": REGION}
+    if filters:
+        params.update(filter_params(filters)[0])
     return HttpRequest(
         "GET",
         settings.endpoints[NAME] + PATH,
-        params={"q": query, "kl": REGION},
+        params=params,
         headers=dict(BROWSER_HEADERS),
         follow_redirects=True,
     )
@@ -141,3 +147,71 @@ def _is_ddg(host: str) -> bool:
 def _is_own(host: str, path: str) -> bool:
     """A DuckDuckGo redirect (an ad's y.js, a nested /l/), also once unwrapped: never a result."""
     return _is_ddg(host) and path.startswith(("/y.js", "/l/"))
+
+
+# --- filters (issue 15) ----------------------------------------------------------------------
+
+# DuckDuckGo's regions (`kl`), as "<ISO country> <ISO 639-1 language> <kl>"; the first row of a
+# country is its default. DuckDuckGo's own country part differs from ISO for the United Kingdom
+# (uk), Slovenia (sl) and the Czech Republic (cz), and its language part for Japanese (jp),
+# Korean (kr), Chinese (zh / tzh); "Arabia" (xa) is taken as Saudi Arabia, and the regions
+# that are no country (Latin America xl-es, Catalonia ct-ca) are never chosen.
+_REGION_ROWS = """
+AR es ar-es  AT de at-de  AU en au-en  BE fr be-fr  BE nl be-nl  BG bg bg-bg  BR pt br-pt
+CA en ca-en  CA fr ca-fr  CH de ch-de  CH fr ch-fr  CH it ch-it  CL es cl-es  CN zh cn-zh
+CO es co-es  CZ cs cz-cs  DE de de-de  DK da dk-da  EE et ee-et  ES es es-es  FI fi fi-fi
+FR fr fr-fr  GB en uk-en  GR el gr-el  HK zh hk-tzh  HR hr hr-hr  HU hu hu-hu  ID id id-id
+ID en id-en  IE en ie-en  IL he il-he  IN en in-en  IT it it-it  JP ja jp-jp  KR ko kr-kr
+LT lt lt-lt  LV lv lv-lv  MX es mx-es  MY ms my-ms  MY en my-en  NL nl nl-nl  NO no no-no
+NO nb no-no  NZ en nz-en  PE es pe-es  PH en ph-en  PH tl ph-tl  PL pl pl-pl  PT pt pt-pt
+RO ro ro-ro  RU ru ru-ru  SA ar xa-ar  SA en xa-en  SE sv se-sv  SG en sg-en  SI sl sl-sl
+SK sk sk-sk  TH th th-th  TR tr tr-tr  TW zh tw-tzh  UA uk ua-uk  US en us-en  US es ue-es
+VE es ve-es  VN vi vn-vi  ZA en za-en
+""".split()
+REGIONS: dict[tuple[str, str], str] = {
+    (country, language): kl
+    for country, language, kl in zip(
+        _REGION_ROWS[0::3], _REGION_ROWS[1::3], _REGION_ROWS[2::3], strict=True
+    )
+}
+_DEFAULT_REGION: dict[str, str] = {}
+for (_country, _language), _kl in REGIONS.items():
+    _DEFAULT_REGION.setdefault(_country, _kl)
+_DATE_LIMITS = {"day": "d", "week": "w", "month": "m", "year": "y"}
+RESULTS_PER_PAGE = 10
+
+
+def filter_params(filters: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """DuckDuckGo's query parameters for the search filters, and the filters it cannot honour.
+
+    freshness → `df=d|w|m|y`; country and language → one region `kl` (see REGIONS): the
+    country's region in that language when DuckDuckGo has one, else the country's default
+    region and the language reported as unsupported. DuckDuckGo has no language filter of its
+    own, so a language without a country is unsupported (the search stays `wt-wt`). The page
+    holds about ten results and no parameter asks for more: a count above ten is unsupported.
+    """
+    from ..filters import normalise, valid_count
+
+    wanted = normalise(filters)
+    params: dict[str, str] = {}
+    unsupported: list[str] = []
+    count = wanted.get("count")
+    if count is not None and (valid_count(count) is None or count > RESULTS_PER_PAGE):
+        unsupported.append("count")
+    freshness = wanted.get("freshness")
+    if freshness is not None:
+        if str(freshness) in _DATE_LIMITS:
+            params["df"] = _DATE_LIMITS[freshness]
+        else:
+            unsupported.append("freshness")
+    country, language = str(wanted.get("country")), str(wanted.get("language"))
+    region = REGIONS.get((country, language))
+    if region is None and "country" in wanted:
+        region = _DEFAULT_REGION.get(country)
+        if region is None:
+            unsupported.append("country")
+    if region is not None:
+        params["kl"] = region
+    if "language" in wanted and (country, language) not in REGIONS:
+        unsupported.append("language")
+    return params, unsupported

@@ -25,7 +25,7 @@ Quirks worth knowing:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from ..config import Settings
@@ -79,8 +79,11 @@ CONSENT = "served its consent page instead of results."
 JS_SHELL = "served a JavaScript-required page instead of results."
 
 
-def build_request(query: str, settings: Settings) -> HttpRequest:
-    """GET /search for the basic results page, English, ten results, no personalisation."""
+def build_request(
+    query: str, settings: Settings, *, filters: dict[str, Any] | None = None
+) -> HttpRequest:
+    """GET /search for the basic results page, English, ten results, no personalisation.
+    `filters` (see `filter_params`) override or add Google's own parameters."""
     params = {
         "q": query,
         "hl": "en",
@@ -90,6 +93,8 @@ def build_request(query: str, settings: Settings) -> HttpRequest:
         "pws": "0",  # no personalised results: the same query gives the same page
         "gbv": "1",  # "basic version": the no-JavaScript page where Google still serves one
     }
+    if filters:
+        params.update(filter_params(filters)[0])
     return HttpRequest(
         "GET",
         settings.endpoints[NAME] + PATH,
@@ -261,3 +266,52 @@ def _snippet(container: HtmlElement, anchor: HtmlElement) -> str:
 
 def _inside(element: HtmlElement, ancestor: HtmlElement) -> bool:
     return any(parent is ancestor for parent in element.iterancestors())
+
+
+# --- filters (issue 15) ----------------------------------------------------------------------
+
+_TBS = {"day": "qdr:d", "week": "qdr:w", "month": "qdr:m", "year": "qdr:y"}
+
+
+def filter_params(filters: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """Google's query parameters for the search filters, and the filters it cannot honour.
+
+    freshness → `tbs=qdr:d|w|m|y`; country → `gl` (results boosted for that country, not
+    restricted to it); language → `hl` (the page's language) and `lr=lang_xx` (results in that
+    language); count → `num`. Google has ignored `num` since September 2025 and serves ten
+    results a page, so a count above RESULTS_PER_PAGE is reported as unsupported (the caller
+    cuts a longer list to count).
+    """
+    from ..filters import normalise, valid_count
+
+    params: dict[str, str] = {}
+    unsupported: list[str] = []
+    wanted = normalise(filters)
+    for name, value in wanted.items():
+        if name == "count" and valid_count(value) is not None:
+            params["num"] = str(value)
+            if value > RESULTS_PER_PAGE:
+                unsupported.append(name)
+        elif name == "freshness" and str(value) in _TBS:
+            params["tbs"] = _TBS[value]
+        elif name == "country" and _is_code(value):
+            params["gl"] = value.lower()
+        elif name == "language" and _is_code(value):
+            code = _google_language(value, wanted.get("country"))
+            params["hl"] = code
+            params["lr"] = f"lang_{code}"
+        else:
+            unsupported.append(name)
+    return params, unsupported
+
+
+def _google_language(language: str, country: object) -> str:
+    """Google's code for an ISO 639-1 language where it differs: Hebrew is `iw`, Norwegian
+    `no`, and Chinese is `zh-CN` or (for Taiwan and Hong Kong) `zh-TW`."""
+    if language == "zh":
+        return "zh-TW" if country in ("TW", "HK") else "zh-CN"
+    return {"he": "iw", "nb": "no"}.get(language, language)
+
+
+def _is_code(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 2 and value.isascii() and value.isalpha()

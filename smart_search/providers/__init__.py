@@ -26,6 +26,7 @@ class Answer(NamedTuple):
 
     results: str | list[dict[str, str]]
     citations: list[dict[str, str]] = []  # never mutated
+    complete: bool = True  # False: cut short (Gemini's MAX_TOKENS): usable, never cached
 
 
 def json_object(provider: str, response: HttpResponse) -> dict[str, Any]:

@@ -15,16 +15,19 @@ Quirks worth knowing:
 
 from __future__ import annotations
 
-import html
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .. import errors
 from ..config import Settings
-from ..http import HttpRequest, HttpResponse, retry_after_seconds
 from . import Answer, json_object, shape_error, status_error
+
+if TYPE_CHECKING:
+    # http (socket, logging, zlib) is imported when a request is built: every smart_search call
+    # imports this module for `fit_query`, and a cache hit sends no request at all.
+    from ..http import HttpRequest, HttpResponse
 
 NAME = "brave"
 PATH = "/res/v1/web/search"
@@ -65,16 +68,24 @@ def fit_query(query: str) -> tuple[str, str | None]:
     return fitted, warning
 
 
-def build_request(query: str, settings: Settings) -> HttpRequest:
+def build_request(
+    query: str, settings: Settings, *, filters: dict[str, Any] | None = None
+) -> HttpRequest:
     """GET with the subscription token in its header; `query` is already fitted to Brave's
-    limits (`fit_query`, once, by the tier walk)."""
+    limits (`fit_query`, once, by the tier walk). `filters` (see `filter_params`) add Brave's
+    own parameters; None changes nothing."""
     # The tier walk checked the key once, before reserving a unit (tiers._api_tier).
+    from ..http import HttpRequest
+
     secret = settings.api_keys[NAME]
     assert secret is not None
+    params = {"q": query, "count": str(settings.brave_count)}
+    if filters:
+        params.update(filter_params(filters)[0])
     return HttpRequest(
         "GET",
         settings.endpoints[NAME] + PATH,
-        params={"q": query, "count": str(settings.brave_count)},
+        params=params,
         headers={"X-Subscription-Token": secret.reveal(), "Accept": "application/json"},
     )
 
@@ -108,6 +119,8 @@ def classify_error(resp: HttpResponse) -> errors.SearchError:
             return errors.QuotaExhausted(message, http_status=status)
         wait = _first_reset(resp.headers)
         if wait is None:
+            from ..http import retry_after_seconds
+
             wait = retry_after_seconds(resp.headers)
         return errors.RateLimited(message, http_status=status, retry_after=wait)
     # 422 SUBSCRIPTION_TOKEN_INVALID, 401, 403 and 400 are refusals (auth_failed).
@@ -118,6 +131,8 @@ def plain_text(value: object) -> str:
     """Brave's highlighted HTML fragment as plain text: tags dropped, entities decoded."""
     if not isinstance(value, str):
         return ""
+    import html  # html.entities' table: only when an answer is parsed, never on a cache hit
+
     return _SPACE.sub(" ", html.unescape(_TAG.sub("", value))).strip()
 
 
@@ -214,3 +229,69 @@ def _first_reset(headers: dict[str, str]) -> float | None:
         return max(0.0, float(values[0])) if values else None
     except ValueError:
         return None
+
+
+# --- filters (issue 15) ----------------------------------------------------------------------
+
+# The countries and search languages Brave's web search documents ("codes" page); anything else
+# is refused with a 422, so it is reported as unsupported instead of being sent.
+COUNTRIES = frozenset(
+    "AR AT AU BE BR CA CH CL CN DE DK ES FI FR GB GR HK ID IN IT JP KR MX MY NL NO NZ PH PL PT "
+    "RU SA SE TR TW US ZA".split()
+)
+SEARCH_LANGS = frozenset(
+    "ar bg bn ca cs da de el en en-gb es et eu fi fr gl gu he hi hr hu is it jp kn ko lt lv ml "
+    "mr ms nb nl pa pl pt-br pt-pt ro ru sk sl sr sv ta te th tr uk vi zh-hans zh-hant".split()
+)
+_FRESHNESS = {"day": "pd", "week": "pw", "month": "pm", "year": "py"}
+
+
+def search_lang(language: str, country: str | None) -> str | None:
+    """Brave's `search_lang` for an ISO 639-1 code, or None when Brave has no such language.
+
+    Brave names Japanese `jp`, Norwegian only as Bokmål `nb`, and splits English, Portuguese
+    and Chinese by region: the country picks the variant (GB → en-gb, BR → pt-br, TW/HK →
+    zh-hant); without one, `en`, `pt-pt` and `zh-hans`.
+    """
+    if language == "ja":
+        return "jp"
+    if language == "no":
+        return "nb"
+    if language == "en":
+        return "en-gb" if country == "GB" else "en"
+    if language == "pt":
+        return "pt-br" if country == "BR" else "pt-pt"
+    if language == "zh":
+        return "zh-hant" if country in ("TW", "HK") else "zh-hans"
+    return language if language in SEARCH_LANGS else None
+
+
+def filter_params(filters: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """Brave's query parameters for the search filters, and the filters it cannot honour.
+
+    count → `count` (Brave allows 1-20), freshness → `freshness` pd/pw/pm/py, country →
+    `country` (Brave's list only), language → `search_lang` (see `search_lang`).
+    """
+    from ..filters import normalise, valid_count
+
+    wanted = normalise(filters)
+    params: dict[str, str] = {}
+    unsupported: list[str] = []
+    country = str(wanted.get("country"))
+    for name, value in wanted.items():
+        if name == "count":
+            count = valid_count(value)
+            mapped = None if count is None else str(count)
+            key = "count"
+        elif name == "freshness":
+            mapped, key = _FRESHNESS.get(str(value)), "freshness"
+        elif name == "country":
+            mapped, key = (value if str(value) in COUNTRIES else None), "country"
+        else:
+            mapped = search_lang(value, country) if isinstance(value, str) else None
+            key = "search_lang"
+        if mapped is None:
+            unsupported.append(name)
+        else:
+            params[key] = mapped
+    return params, unsupported

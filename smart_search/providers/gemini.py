@@ -17,6 +17,7 @@ Quirks worth knowing:
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -37,20 +38,26 @@ _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)s\s*")
 _RETRY_IN_TEXT = re.compile(r"retry in (\d+(?:\.\d+)?)s\b", re.IGNORECASE)
 
 
-def build_request(query: str, settings: Settings) -> HttpRequest:
-    """POST the query with the google_search tool enabled; the key goes in a header only."""
+def build_request(
+    query: str, settings: Settings, *, filters: dict[str, Any] | None = None
+) -> HttpRequest:
+    """POST the query with the google_search tool enabled; the key goes in a header only.
+    `filters` (see `filter_params`) add a time range and an instruction; None changes nothing."""
     # The tier walk checked the key once, before reserving a unit (tiers._api_tier).
     secret = settings.api_keys[NAME]
     assert secret is not None
     url = settings.endpoints[NAME] + PATH.format(model=quote(settings.gemini_model, safe=""))
+    body: dict[str, Any] = {
+        "contents": [{"role": "user", "parts": [{"text": query}]}],
+        "tools": [{"google_search": {}}],
+    }
+    if filters:
+        body.update(filter_params(filters)[0])
     return HttpRequest(
         "POST",
         url,
         headers={"x-goog-api-key": secret.reveal(), "Accept": "application/json"},
-        json={
-            "contents": [{"role": "user", "parts": [{"text": query}]}],
-            "tools": [{"google_search": {}}],
-        },
+        json=body,
     )
 
 
@@ -76,7 +83,10 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
     if not text:
         # SAFETY, RECITATION, MAX_TOKENS spent on thinking...: nothing usable came back.
         raise errors.NoResults(errors.GEMINI_EMPTY, http_status=resp.status)
-    return Answer(results=text, citations=_citations(first))
+    # Any end but STOP (MAX_TOKENS, SAFETY mid-answer...) left a partial answer: shown, not cached.
+    finish = first.get("finishReason")
+    complete = finish in (None, "STOP", "FINISH_REASON_UNSPECIFIED")
+    return Answer(results=text, citations=_citations(first), complete=complete)
 
 
 def classify_error(resp: HttpResponse, settings: Settings) -> errors.SearchError:
@@ -188,7 +198,8 @@ def billed_units(resp: HttpResponse, settings: Settings) -> int:
         total = 0
         for candidate in data["candidates"]:
             queries = (candidate.get("groundingMetadata") or {}).get("webSearchQueries") or []
-            total += sum(1 for q in queries if isinstance(q, str))
+            # Empty entries are not billed (Google: "we ignore the empty web search queries").
+            total += sum(1 for q in queries if isinstance(q, str) and q.strip())
         return total
     except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
         return 1
@@ -214,3 +225,58 @@ def _retry_delay(details: list[dict[str, Any]]) -> float | None:
         if found:
             return float(found.group(1))
     return None
+
+
+# --- filters (issue 15) ----------------------------------------------------------------------
+
+
+def filter_params(
+    filters: dict[str, Any], *, now: datetime | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """The request-body keys that carry the search filters, and the filters Gemini cannot honour.
+
+    freshness → the google_search tool's `timeRangeFilter` (an interval ending `now`: a day, 7,
+    30 or 365 days back), a real filter on the searches the model makes. country and language
+    have no API field: they become a `system_instruction` asking for sources from that country
+    and in that language (and the answer in that language), which the model follows as best
+    it can. count does not apply to an answer: it is reported as unsupported.
+    """
+    from ..filters import FRESHNESS_DAYS, normalise, utc_now
+
+    wanted = normalise(filters)
+    body: dict[str, Any] = {}
+    unsupported: list[str] = []
+    google_search: dict[str, Any] = {}
+    instructions: list[str] = []
+    for name, value in wanted.items():
+        if name == "freshness" and str(value) in FRESHNESS_DAYS:
+            end = utc_now(now).replace(microsecond=0)
+            start = end - timedelta(days=FRESHNESS_DAYS[value])
+            google_search["timeRangeFilter"] = {
+                "startTime": _rfc3339(start),
+                "endTime": _rfc3339(end),
+            }
+        elif name == "country" and isinstance(value, str) and _is_code(value, 2):
+            instructions.append(
+                f"Prefer web sources from the country with ISO 3166-1 code {value}."
+            )
+        elif name == "language" and isinstance(value, str) and _is_code(value, 2):
+            instructions.append(
+                f"Prefer web sources written in the language with ISO 639-1 code {value}, "
+                "and write the answer in that language."
+            )
+        else:
+            unsupported.append(name)
+    if google_search:
+        body["tools"] = [{"google_search": google_search}]
+    if instructions:
+        body["system_instruction"] = {"parts": [{"text": " ".join(instructions)}]}
+    return body, unsupported
+
+
+def _is_code(value: str, length: int) -> bool:
+    return len(value) == length and value.isascii() and value.isalpha()
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

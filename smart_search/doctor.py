@@ -1,0 +1,295 @@
+"""`smart-search doctor [--json]`: what this install reads, where it keeps state, what is wrong.
+
+Read-only: it opens the config, the ledger and the breaker file, and writes nothing (no state
+directory is created, no legacy ledger is merged, no provider is called, no quota is spent). An
+API key is never printed, not even in part: only where it came from and its length.
+
+Exit 0 when healthy, 1 when something needs the operator, 2 for an unusable command line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from . import openclaw
+
+KEY_NAMES = {"gemini": "GEMINI_API_KEY", "brave": "BRAVE_API_KEY"}
+ENTRY = 'skills.entries["smart-search"]'
+LEGACY_SECTION = 'skills["smart-search"]'
+
+
+def main(argv: list[str]) -> int:
+    if argv not in ([], ["--json"]):
+        if argv in (["-h"], ["--help"]):
+            sys.stdout.write("usage: smart-search doctor [--json]\n")
+            return 0
+        sys.stderr.write(f"usage: smart-search doctor [--json]\nunknown arguments: {argv!r}\n")
+        return 2
+    report = diagnose(os.environ)
+    if argv == ["--json"]:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_APPEND_NEWLINE))
+    else:
+        sys.stdout.write(render(report))
+    sys.stdout.flush()
+    return 0 if report["healthy"] else 1
+
+
+def diagnose(env: Any) -> dict[str, Any]:
+    """Everything doctor knows, as one JSON-ready dict; `problems` decides the verdict."""
+    from . import config
+    from .errors import SearchError
+
+    problems: list[str] = []
+    location = openclaw.config_location(env)
+    report: dict[str, Any] = {
+        "config": {
+            "path": location.path,
+            "exists": location.exists,
+            "named_by_variable": location.explicit,
+            "steps": location.steps,
+            "files_read": [],
+            "error": None,
+        }
+    }
+    root: dict[str, Any] = {}
+    try:
+        root, files = openclaw.load_config(location, env)
+        report["config"]["files_read"] = files
+    except SearchError as err:
+        report["config"]["error"] = err.message
+        problems.append(f"config: {err.message}")
+
+    report["layout"] = _layout(root, problems)
+    settings = None
+    section: dict[str, Any] = {}
+    skill_env: dict[str, Any] = {}
+    if report["config"]["error"] is None:
+        try:
+            section, skill_env = config._skill_section(root)
+            settings = config.load_settings(env)
+        except SearchError as err:
+            report["config"]["error"] = err.message
+            problems.append(f"config: {err.message}")
+    report["api_keys"] = _key_sources(env, root, skill_env, settings)
+    unknown = config.unknown_keys(section) if isinstance(section, dict) else []
+    report["unknown_keys"] = [{"key": k, "nearest": near} for k, near in unknown]
+    problems.extend(config.unknown_key_warning(k, near) for k, near in unknown)
+
+    configured = section.get("state_dir") if isinstance(section, dict) else None
+    configured = configured if isinstance(configured, str) and configured else None
+    if settings is not None:
+        state_dir, why = settings.state_dir, openclaw.skill_state_dir(env, configured)[1]
+    else:
+        state_dir, why = openclaw.skill_state_dir(env, configured)
+    report["state_dir"] = {"path": state_dir, "why": why, **_dir_health(state_dir)}
+    if not report["state_dir"]["writable"]:
+        problems.append(f"state dir {state_dir} is not writable")
+    legacy = settings.legacy_state_dir if settings is not None else None
+    legacy_file = os.path.join(legacy, "search-quota.json") if legacy else None
+    report["state_dir"]["legacy_ledger"] = (
+        legacy_file if legacy_file and os.path.exists(legacy_file) else None
+    )
+    report["ledger"] = _ledger(settings, problems)
+    report["breakers"] = _breakers(settings)
+    for b in report["breakers"]:
+        problems.append(f"{b['name']} circuit is {b['state']}")
+    report["problems"] = problems
+    report["healthy"] = not problems
+    if problems:
+        kinds: dict[str, int] = {}
+        for problem in problems:
+            kind = problem.split(":", 1)[0] if ":" in problem[:12] else problem.split('"', 1)[0]
+            kinds[kind.strip()] = kinds.get(kind.strip(), 0) + 1
+        summary = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in kinds.items())
+        report["verdict"] = f"NOT HEALTHY: {len(problems)} problem(s) ({summary})"
+    else:
+        report["verdict"] = "healthy"
+    return report
+
+
+def _layout(root: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+    skills = root.get("skills") if isinstance(root, dict) else None
+    skills = skills if isinstance(skills, dict) else {}
+    entries = skills.get("entries")
+    found = []
+    if isinstance(entries, dict) and "smart-search" in entries:
+        found.append(ENTRY)
+    if "smart-search" in skills:
+        found.append(LEGACY_SECTION)
+    rejected = []
+    if "smart-search" in skills:
+        rejected.append(
+            f'{LEGACY_SECTION}: OpenClaw rejects the whole file ("skills: Unrecognized key"); '
+            f"move it to {ENTRY}.config (env keys to {ENTRY}.env)"
+        )
+    top_env = root.get("env") if isinstance(root, dict) else None
+    if isinstance(top_env, dict):
+        for key in top_env:
+            if key not in ("vars", "shellEnv"):
+                rejected.append(
+                    f"env.{key}: OpenClaw rejects the whole file (\"env: Unrecognized key\"); "
+                    f"move it to env.vars.{key}"
+                )
+    problems.extend(f"layout: {r}" for r in rejected)
+    return {"found": found, "rejected_by_openclaw": rejected}
+
+
+def _key_sources(
+    env: Any, root: dict[str, Any], skill_env: dict[str, Any], settings: Any
+) -> dict[str, Any]:
+    """Where each key comes from, in the lookup order of RULINGS §2; the value is never shown."""
+    from .config import _substitute
+
+    top_env = root.get("env") if isinstance(root, dict) else None
+    top_env = top_env if isinstance(top_env, dict) else {}
+    top_vars = top_env.get("vars") if isinstance(top_env.get("vars"), dict) else {}
+    skills = root.get("skills") if isinstance(root, dict) else None
+    legacy = isinstance(skills, dict) and not (
+        isinstance(skills.get("entries"), dict)
+        and isinstance(skills["entries"].get("smart-search"), dict)
+    )
+    entry_label = f"{LEGACY_SECTION}.env (legacy)" if legacy else f"{ENTRY}.env"
+    sources = (
+        ("environment", env),
+        (entry_label, skill_env),
+        ("env.vars", top_vars),
+        ("env (legacy, rejected by OpenClaw)", top_env),
+    )
+    out: dict[str, Any] = {}
+    for provider, name in KEY_NAMES.items():
+        record: dict[str, Any] = {"name": name, "set": False, "source": None, "length": None}
+        for label, source in sources:
+            value = source.get(name)
+            if isinstance(value, str):
+                value = _substitute(value, env).strip()
+                if value:
+                    record.update(set=True, source=label, length=len(value))
+                    break
+        if settings is not None:
+            loaded = settings.api_keys.get(provider)
+            record["set"] = loaded is not None
+            if loaded is not None:
+                record["length"] = len(loaded.reveal())
+        out[provider] = record
+    return out
+
+
+def _dir_health(path: str) -> dict[str, Any]:
+    exists = os.path.isdir(path)
+    probe = path
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    writable = os.access(probe, os.W_OK | os.X_OK) and os.path.isdir(probe)
+    return {"exists": exists, "writable": writable}
+
+
+def _ledger(settings: Any, problems: list[str]) -> dict[str, Any]:
+    if settings is None:
+        return {"readable": False, "error": "config could not be read"}
+    from .errors import SearchError
+    from .ledger import QUOTA_FILE, Ledger
+
+    path = os.path.join(settings.state_dir, QUOTA_FILE)
+    out: dict[str, Any] = {"path": path, "exists": os.path.exists(path)}
+    try:
+        status = Ledger(settings).full_status()
+    except SearchError as err:
+        problems.append(f"ledger: {err.message}")
+        return {**out, "readable": False, "error": err.message}
+    out.update(readable=True, error=None, day=status["date"])
+    out["providers"] = {
+        p: {"used": v["used"], "daily_limit": v["daily_limit"]}
+        for p, v in status["providers"].items()
+    }
+    if status.get("warning"):
+        out["warning"] = status["warning"]
+    return out
+
+
+def _breakers(settings: Any) -> list[dict[str, Any]]:
+    if settings is None:
+        return []
+    from .breaker import Breaker
+
+    try:
+        entries = Breaker(settings).snapshot()
+    except Exception:  # noqa: BLE001 - advisory state: unreadable means nothing is open
+        return []
+    now = time.time()
+    out = []
+    for name, entry in entries.items():
+        if entry["state"] != "closed":
+            trial = entry["opened_at"] + settings.circuit_reset_seconds
+            out.append(
+                {
+                    "name": name,
+                    "state": entry["state"],
+                    "failures": entry["failures"],
+                    "trial_in_seconds": max(0, round(trial - now)),
+                }
+            )
+    return out
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = ["smart-search doctor", ""]
+    cfg = report["config"]
+    state = "found" if cfg["exists"] else "missing"
+    lines.append(f"Config file: {cfg['path']} ({state})")
+    lines.extend(f"  - {step}" for step in cfg["steps"])
+    for extra in cfg["files_read"][1:]:
+        lines.append(f"  included: {extra}")
+    if cfg["error"]:
+        lines.append(f"  ERROR: {cfg['error']}")
+    layout = report["layout"]
+    lines.append("Layout: " + (", ".join(layout["found"]) or "no smart-search section (defaults)"))
+    lines.extend(f"  REJECTED BY OPENCLAW: {r}" for r in layout["rejected_by_openclaw"])
+    lines.append("API keys (values never shown):")
+    for record in report["api_keys"].values():
+        if record["set"]:
+            where = record["source"] or "unknown source"
+            lines.append(f"  {record['name']}: set ({record['length']} characters) from {where}")
+        else:
+            lines.append(f"  {record['name']}: not set (its tiers are skipped)")
+    sd = report["state_dir"]
+    lines.append(f"State dir: {sd['path']} ({sd['why']})")
+    if not sd["exists"]:
+        lines.append("  not created yet (created on first use, 0700)")
+    if not sd["writable"]:
+        lines.append("  NOT WRITABLE")
+    if sd["legacy_ledger"]:
+        lines.append(f"  per-workspace ledger {sd['legacy_ledger']} is merged on the next call")
+    ledger = report["ledger"]
+    if ledger.get("readable"):
+        usage = ", ".join(
+            f"{p} {v['used']}/{v['daily_limit']} used" for p, v in ledger["providers"].items()
+        )
+        fresh = "" if ledger["exists"] else " (no ledger file yet)"
+        lines.append(f"Ledger: readable{fresh}, day {ledger['day']}: {usage}")
+    else:
+        lines.append(f"Ledger: UNREADABLE: {ledger.get('error')}")
+    if report["breakers"]:
+        for b in report["breakers"]:
+            lines.append(
+                f"Circuit breaker {b['name']}: {b['state']} after {b['failures']} failures, "
+                f"trial in {b['trial_in_seconds']} s"
+            )
+    else:
+        lines.append("Circuit breakers: none open")
+    if report["unknown_keys"]:
+        for u in report["unknown_keys"]:
+            hint = f" (did you mean {u['nearest']}?)" if u["nearest"] else ""
+            lines.append(f"Unknown config key: {u['key']}{hint}")
+    else:
+        lines.append("Unknown config keys: none")
+    lines.append("")
+    lines.append(f"Verdict: {report['verdict']}")
+    return "\n".join(lines) + "\n"
