@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import openclaw
 from .errors import ConfigError
@@ -117,12 +116,12 @@ class Secret:
     __str__ = __repr__
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+class Settings(NamedTuple):
     """Everything a call needs from config and environment, already checked and defaulted.
 
-    Frozen: one call's view of the config never changes under it (`dataclasses.replace` makes a
-    variant). `dataclasses` costs nothing extra here: filelock has already imported it."""
+    Immutable: one call's view of the config never changes under it (`_replace` makes a
+    variant). A NamedTuple rather than a frozen dataclass: no import (`typing` is loaded
+    anyway) and no per-field `object.__setattr__` when it is built on every call."""
 
     gemini_model: str
     default_provider: str
@@ -182,8 +181,7 @@ def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> S
         unknown_key_warning(key, near) for key, near in unknown_keys(section)
     )
     configured = section.get("state_dir")
-    return replace(
-        settings,
+    return settings._replace(
         warnings=warnings,
         legacy_state_dir=openclaw.legacy_ledger_dir(env, configured, settings.state_dir),
     )

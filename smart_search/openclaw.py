@@ -495,9 +495,7 @@ def merge_legacy_ledger(settings: Any) -> bool:
     old_path = os.path.join(old_dir, QUOTA_FILE)
     if not os.path.exists(old_path):
         return False
-    from dataclasses import replace
-
-    old_settings = replace(settings, state_dir=old_dir)
+    old_settings = settings._replace(state_dir=old_dir)
     old_file = StateFile(old_dir, QUOTA_FILE, settings.lock_timeout_ms)
     new_file = StateFile(settings.state_dir, QUOTA_FILE, settings.lock_timeout_ms)
 

@@ -3,7 +3,6 @@ the tiers.Backends seam; everything else real: ledger, breaker, pacing files, lo
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
@@ -122,7 +121,7 @@ def search(env: Env, backends: FakeBackends, query: str, agent: str, **args: Any
 def test_keyword_routing_on_word_boundaries(query: str, provider: str, tmp_path: Any) -> None:
     settings = load_settings({"HOME": str(tmp_path)})
     assert planner.route(query, settings) == provider.replace("-default", "")
-    settings = dataclasses.replace(settings, default_provider="gemini")
+    settings = settings._replace(default_provider="gemini")
     expected = "gemini" if provider.endswith("-default") else provider
     assert planner.route(query, settings) == expected
 
