@@ -19,7 +19,10 @@ import sys
 from typing import Any
 
 USAGES = {
-    "search": "smart-search search QUERY --agent-id ID [--provider gemini|brave]",
+    "search": (
+        "smart-search search QUERY --agent-id ID [--provider gemini|brave] [--mode first|deep]"
+        " [--count N] [--freshness day|week|month|year] [--country CC] [--language LL]"
+    ),
     "quota": "smart-search quota [--agent-id ID]",
     "complete": "smart-search complete --agent-id ID",
 }
@@ -51,7 +54,16 @@ def _search_parser() -> _Parser:
     parser.add_argument("query", nargs="?")
     parser.add_argument("--agent-id", dest="agent_id")
     parser.add_argument("--provider", dest="force_provider")
+    # Deep mode and the search filters (issue 15); the contract checks the values.
+    for name in ("mode", "freshness", "country", "language"):
+        parser.add_argument(f"--{name}", dest=name)
+    parser.add_argument("--count", dest="count", type=_count)
     return parser
+
+
+def _count(text: str) -> int | str:
+    """A whole number as a number; anything else as given, for the contract's own message."""
+    return int(text) if text.strip().isdigit() else text
 
 
 def _agent_parser(name: str) -> _Parser:
@@ -62,7 +74,12 @@ def _agent_parser(name: str) -> _Parser:
 
 # command -> (tool, parser factory, request fields in the spec's parameter order)
 COMMANDS = {
-    "search": ("smart_search", _search_parser, ("query", "agent_id", "force_provider")),
+    "search": (
+        "smart_search",
+        _search_parser,
+        ("query", "agent_id", "force_provider", "mode", "count", "freshness", "country",
+         "language"),
+    ),
     "quota": ("search_quota_status", lambda: _agent_parser("quota"), ("agent_id",)),
     "complete": ("search_mark_agent_complete", lambda: _agent_parser("complete"), ("agent_id",)),
 }

@@ -6,9 +6,9 @@ request) first looks up ITS key; a hit ends the walk with `cached: true` and spe
 Key (`tier_key`): the normalised query actually sent (Unicode NFKC, case-folded, whitespace
 collapsed; Brave's fitted query, never the uncut one), the tier that would answer (gemini, brave,
 google, bing, duckduckgo), that tier's request settings (`REQUEST_SETTINGS`: model, result count,
-endpoint; the hook for future filters) and the finance rule (whether the query is a finance
-query, which also picks the TTL and blocks Strategy A's web tier). Two agents with the same query
-and route share an entry; a different route never does.
+endpoint, and the search filters when any is set) and the finance rule (whether the query is a
+finance query, which also picks the TTL and blocks Strategy A's web tier). Two agents with the
+same query and route share an entry; a different route never does.
 
 Stored: only a tier's successful, sanitized answer (tiers sanitize as each tier answers), before
 the size cap; never a failure, a skipped tier, or an answer served from the cache itself.
@@ -81,6 +81,10 @@ def tier_key(tier: Tier, run: Run) -> str:
     sent = run.query if tier.engine else run.api_query[tier.provider]
     request = dict(REQUEST_SETTINGS.get(name, lambda s: {})(run.settings))
     request["endpoint"] = run.settings.endpoints.get(name)
+    filters = getattr(run, "filters", None)
+    if filters:
+        # count, freshness, country, language change the answer: part of the route.
+        request["filters"] = filters
     finance = "finance" if is_finance(run.query, run.settings) else "plain"
     request_text = orjson.dumps(request, option=orjson.OPT_SORT_KEYS).decode()
     return f"{KEY_VERSION}|{name}|{request_text}|{finance}|{normalize(sent)}"

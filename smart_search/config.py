@@ -89,6 +89,8 @@ _TUNABLES: dict[str, tuple[int, int, int | None]] = {
     # Unconfigured agents that may spend per day (strict_agents off): invented ids can't grow the
     # ledger without bound.
     "max_unconfigured_agents": (1000, 0, MAX_COUNT),
+    # Units one deep-mode call may spend at most (issue 15); 0 makes deep search web-only.
+    "deep_max_units": (2, 0, 1000),
 }
 
 _VAR = re.compile(r"\$(\$?)\{([A-Z_][A-Z0-9_]*)\}")
@@ -160,6 +162,11 @@ class Settings(NamedTuple):
     warnings: tuple[str, ...] = ()
     # The per-workspace state dir an earlier release used (merged once into this one), or None.
     legacy_state_dir: str | None = None
+    # Deep search (issue 15): the unit budget of one deep call, rank-fusion weights per source,
+    # extra tracking parameter names (a trailing `*` makes a prefix).
+    deep_max_units: int = 2
+    source_weights: dict[str, float] = {}  # never mutated
+    tracking_params: tuple[str, ...] = ()
 
     def is_configured_agent(self, agent_id: str) -> bool:
         return agent_id in self.agent_allocations
@@ -377,6 +384,7 @@ def _build(
     default_alloc = section.get("default_allocation", DEFAULT_ALLOCATION)
     values["default_allocation"] = _allocation("default_allocation", default_alloc)
     values["endpoints"] = _endpoints(section)
+    values.update(_deep_config(section))
     state_dir = section.get("state_dir")
     if state_dir is not None and (not isinstance(state_dir, str) or not state_dir):
         raise ConfigError('Config key "state_dir" must be a non-empty string.')
@@ -390,6 +398,39 @@ def _build(
         "brave": _api_key("BRAVE_API_KEY", env, skill_env, root),
     }
     return Settings(**values)
+
+
+def _deep_config(section: dict[str, Any]) -> dict[str, Any]:
+    """`source_weights` (source name → positive number) and `tracking_params` (names) for deep
+    search's merge (issue 15); `deep_max_units` is a tunable."""
+    from math import isfinite
+
+    weights = section.get("source_weights", {})
+    if not isinstance(weights, dict):
+        raise ConfigError('Config key "source_weights" must be an object.')
+    sources = (*PROVIDERS, *ENGINES)
+    for name, weight in weights.items():
+        if name not in sources:
+            raise ConfigError(
+                f'Config key "source_weights.{name[:64]}" is not a source '
+                f"({', '.join(sources)})."
+            )
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, int | float)
+            or not isfinite(weight)
+            or not 0 < weight <= MAX_COUNT
+        ):
+            raise ConfigError(f'Config key "source_weights.{name}" must be a positive number.')
+    tracking = section.get("tracking_params", [])
+    if not isinstance(tracking, list) or not all(
+        isinstance(t, str) and t.strip() and len(t) <= 200 for t in tracking
+    ):
+        raise ConfigError('Config key "tracking_params" must be an array of parameter names.')
+    return {
+        "source_weights": {name: float(w) for name, w in weights.items()},
+        "tracking_params": tuple(t.strip() for t in tracking),
+    }
 
 
 def _string(section: dict[str, Any], key: str, default: str) -> str:
@@ -599,7 +640,38 @@ def _state_backend(section: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             'Config key "state_backend.on_unavailable" must be "refuse" or "web_only".'
         )
-    return {**backend, "kind": kind, "on_unavailable": on_unavailable}
+    out = {**backend, "kind": kind, "on_unavailable": on_unavailable}
+    if kind == "redis":
+        out.update(_redis_backend(backend))
+    return out
+
+
+def _redis_backend(backend: dict[str, Any]) -> dict[str, Any]:
+    """`url` (redis:// or rediss://, required) and `prefix` of a Redis state backend. Messages
+    never quote the URL: it may carry a password (`${VAR}` is substituted like every string)."""
+    from urllib.parse import urlsplit
+
+    url = backend.get("url")
+    if not isinstance(url, str) or not url:
+        raise ConfigError(
+            'Config key "state_backend.url" is required for kind "redis" '
+            "(redis://host:6379/0 or rediss://...)."
+        )
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("redis", "rediss") or not parts.hostname:
+        raise ConfigError(
+            'Config key "state_backend.url" must be a redis:// or rediss:// URL with a host.'
+        )
+    prefix = backend.get("prefix", "smart-search")
+    if not isinstance(prefix, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}", prefix):
+        raise ConfigError(
+            'Config key "state_backend.prefix" must be 1-64 letters, digits, ".", "_", ":" or "-".'
+        )
+    return {"url": url, "prefix": prefix}
 
 
 # cache.<key>: (default, minimum, maximum); `cache.enabled` is a boolean (default true).

@@ -40,6 +40,7 @@ from .errors import (
     QuotaExhausted,
     SearchError,
     StateError,
+    StateUnavailable,
     Timeout,
     error_class,
 )
@@ -65,6 +66,8 @@ class Backends(Protocol):
         settings: Settings,
         deadline: float,
         may_retry: Callable[[int], bool],
+        *,
+        filters: dict[str, Any] | None = None,
     ) -> ProviderCall: ...
 
     def fetch_engine(
@@ -74,6 +77,8 @@ class Backends(Protocol):
         settings: Settings,
         deadline: float,
         before_send: Callable[[], object],
+        *,
+        filters: dict[str, Any] | None = None,
     ) -> EngineCall:
         """Fetch and parse one engine page; call `before_send` (the pacing wait) last thing
         before the request leaves."""
@@ -90,10 +95,14 @@ class RealBackends:
         settings: Settings,
         deadline: float,
         may_retry: Callable[[int], bool],
+        *,
+        filters: dict[str, Any] | None = None,
     ) -> ProviderCall:
         from .providers import call_provider
 
-        return call_provider(provider, query, settings, deadline, may_retry=may_retry)
+        return call_provider(
+            provider, query, settings, deadline, may_retry=may_retry, filters=filters
+        )
 
     def fetch_engine(
         self,
@@ -102,10 +111,12 @@ class RealBackends:
         settings: Settings,
         deadline: float,
         before_send: Callable[[], object],
+        *,
+        filters: dict[str, Any] | None = None,
     ) -> EngineCall:
         from .engines import fetch_engine
 
-        return fetch_engine(engine, query, settings, deadline, before_send)
+        return fetch_engine(engine, query, settings, deadline, before_send, filters=filters)
 
 
 class Run(NamedTuple):
@@ -122,6 +133,8 @@ class Run(NamedTuple):
     api_query: dict[str, str]  # the query each API is sent (Brave's fitted to its limits)
     api_warnings: dict[str, str | None]
     cache: Any = None  # cache.Flight: each tier looks up its key first (None: no cache)
+    # Search filters (filters.normalise): passed to each source only when some are set.
+    filters: dict[str, Any] = {}  # never mutated
 
 
 class Attempt(NamedTuple):
@@ -227,6 +240,11 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
         return _record(tier, started, "skipped", err), None
     try:
         first, remaining = run.ledger.reserve(run.agent_id, provider)
+    except StateUnavailable as err:
+        if run.settings.state_backend.get("on_unavailable") != "web_only":
+            raise
+        # The operator chose web_only: no API tier without the shared ledger; web tiers go on.
+        return _record(tier, started, "skipped", err), None
     except StateError:
         raise
     except SearchError as err:
@@ -246,7 +264,8 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
 
     try:
         call = run.backends.call_api(
-            provider, run.api_query[provider], run.settings, run.deadline, may_retry
+            provider, run.api_query[provider], run.settings, run.deadline, may_retry,
+            **filter_kwargs(run),
         )
     except BaseException:
         # A bug in a client, or a cancelled call: give back every unit not known to be billed
@@ -306,7 +325,9 @@ def _web_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
     def wait_for_slot() -> None:
         run.pace(run.settings, engine, run.deadline)
 
-    call = run.backends.fetch_engine(engine, run.query, run.settings, run.deadline, wait_for_slot)
+    call = run.backends.fetch_engine(
+        engine, run.query, run.settings, run.deadline, wait_for_slot, **filter_kwargs(run)
+    )
     if isinstance(call.error, StateError):
         raise call.error
     if not call.sent:
@@ -361,3 +382,13 @@ def final_error(attempts: list[Attempt]) -> SearchError:
         code, message = causes.pop()
         return error_class(code)(message)
     return AllExhausted(ALL_EXHAUSTED)
+
+
+def filter_kwargs(run: Run) -> dict[str, Any]:
+    """`filters=` for a backend call when any filter is set: with none, the call is what it was."""
+    return {"filters": run.filters} if run.filters else {}
+
+
+# Deep mode (deep.py) runs single tiers in parallel: the same breaker, ledger and pacing steps.
+api_tier = _api_tier
+web_tier = _web_tier

@@ -69,7 +69,16 @@ def smart_search(
     ledger = Ledger(settings, store)
     day = ledger.today
     api_query, api_warnings = fit_api_queries(query, settings)
-    flight = cache.open_flight(settings, store, query, day, fresh=bool(args.get("fresh")))
+    from .filters import normalise
+
+    filters = normalise(args)
+    # Deep mode asks every leg afresh (its merged answer is not one tier's); first mode looks up
+    # each tier's key, the filters part of it.
+    flight = (
+        None
+        if args.get("mode") == "deep"
+        else cache.open_flight(settings, store, query, day, fresh=bool(args.get("fresh")))
+    )
     run = Run(
         agent_id=agent_id,
         query=query,
@@ -82,31 +91,45 @@ def smart_search(
         api_query=api_query,
         api_warnings=api_warnings,
         cache=flight,
+        filters=filters,
     )
+    deep = args.get("mode") == "deep"
+    answer: str | None = None
     try:
-        outcome = run_tiers(planner.plan(agent_id, query, settings, routed), run)
-        snapshot = ledger.snapshot()
+        if deep:
+            from .deep import run_deep
+
+            outcome, answer = run_deep(run, routed)
+        else:
+            outcome = run_tiers(planner.plan(agent_id, query, settings, routed), run)
+        snapshot = _snapshot(ledger, settings)
     except SearchError as err:
         result = failure_result("smart_search", err)
         _log(settings, day, agent_id, query, force, result, started)
         return result
 
-    overcommit = quota.overcommit_warning(snapshot, ledger.ceilings)
+    overcommit = None if snapshot is None else quota.overcommit_warning(snapshot, ledger.ceilings)
     remaining = outcome.queries_remaining
-    if remaining is None:
+    if remaining is None and snapshot is not None:
         remaining = quota.allocation_remaining(snapshot, ledger.ceilings, agent_id, routed)
     if outcome.error is not None:
         result = failure_result("smart_search", outcome.error, remaining)
         result["warning"] = overcommit
     else:
-        warnings = [w for w in (outcome.warning, overcommit) if w]
+        found, unsupported = outcome.results, None
+        if not deep:
+            from .filters import first_mode
+
+            source = outcome.engine or outcome.provider_used or routed
+            found, unsupported = first_mode(found, source, filters)
+        warnings = [w for w in (outcome.warning, unsupported, overcommit) if w]
         # Already sanitized, tier by tier (tiers._usable); keys are scrubbed BEFORE the size cap,
         # so that a cut can never leave part of a key behind.
         from .scrub import scrub, settings_secrets
 
         secrets = settings_secrets(settings)
         capped, truncated = output.cap_results(
-            scrub(outcome.results, secrets), settings.max_result_chars
+            scrub(found, secrets), settings.max_result_chars
         )
         result = {
             "results": capped,
@@ -124,12 +147,29 @@ def smart_search(
             "cached": False,
             "cached_at": None,
         }
+        if deep:
+            result["answer"] = scrub(answer, secrets)
+    if deep:
+        result.setdefault("answer", None)
     if flight is not None and flight.hit and outcome.error is None:
         result["cached"], result["cached_at"] = True, flight.cached_at
     result["attempts"] = [a.as_dict() for a in outcome.attempts]
     saved = flight.units_saved if flight is not None and result["cached"] else 0
     _log(settings, day, agent_id, query, force, result, started, saved)
     return result
+
+
+def _snapshot(ledger: Ledger, settings: Settings) -> dict[str, Any] | None:
+    """The ledger after the walk; None when the shared store is away and the operator chose
+    `on_unavailable: "web_only"` (a web answer is still returned, without quota figures)."""
+    from .errors import StateUnavailable
+
+    try:
+        return ledger.snapshot()
+    except StateUnavailable:
+        if settings.state_backend.get("on_unavailable") != "web_only":
+            raise
+        return None
 
 
 def _log(

@@ -77,11 +77,44 @@ def spec_view(result: dict[str, Any], keys: tuple[str, ...] = SPEC_KEYS) -> dict
     return {k: result[k] for k in keys}
 
 
+# The contract suites (ledger, breaker, pacing, concurrency) run once per state backend; a test
+# that checks the file layout itself carries @pytest.mark.files_only.
+BACKEND_SUITES = {"test_ledger", "test_breaker_pacing", "test_concurrency"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    if "backend" not in metafunc.fixturenames or module not in BACKEND_SUITES:
+        return
+    kinds = ["files"] if metafunc.definition.get_closest_marker("files_only") else [
+        "files", "redis"]  # fmt: skip
+    metafunc.parametrize("backend", kinds, indirect=True)
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    return getattr(request, "param", "files")
+
+
+@pytest.fixture(scope="session")
+def shared_redis(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One private redis-server for the session; each Env takes its own key prefix."""
+    from tests.redis_support import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
 class Env:
     """An isolated installation: its own HOME, state dir and openclaw.json."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, redis_url: str | None = None) -> None:
         self.root = root
+        # With a Redis URL every config written gets `state_backend` for it (unless it names
+        # one itself), under a key prefix of this Env's own.
+        self.redis_url = redis_url
+        self.redis_prefix = f"t{os.getpid()}-{root.name}"[:60]
         self.state_dir = root / "state"
         self.config_path = root / "openclaw.json"
         self.environ = {
@@ -96,11 +129,17 @@ class Env:
 
     def write_config(self, config: dict[str, Any], *, env: dict[str, str] | None = None) -> None:
         """Write `config` in OpenClaw's layout: skills.entries["smart-search"].config."""
+        if self.redis_url and "state_backend" not in config:
+            config = {**config, "state_backend": self.redis_backend()}
         entry: dict[str, Any] = {"config": config}
         if env:
             entry["env"] = env
         doc = {"skills": {"entries": {"smart-search": entry}}}
         self.config_path.write_text(json.dumps(doc))
+
+    def redis_backend(self, **extra: Any) -> dict[str, Any]:
+        assert self.redis_url
+        return {"kind": "redis", "url": self.redis_url, "prefix": self.redis_prefix, **extra}
 
     def settings(self) -> Any:
         from smart_search.config import load_settings
@@ -140,9 +179,15 @@ class Env:
                 ledger.reserve(agent, provider)
 
     def quota_doc(self) -> dict[str, Any]:
+        if self.redis_url:
+            from smart_search.store import open_store
+
+            return open_store(self.settings()).read("quota")
         return json.loads((self.state_dir / "search-quota.json").read_text())
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> Env:
+def env(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Env:
+    if backend == "redis":
+        return Env(tmp_path, request.getfixturevalue("shared_redis").url)
     return Env(tmp_path)

@@ -109,6 +109,7 @@ except CircuitOpen:
 
 
 @pytest.mark.multiprocess
+@pytest.mark.files_only
 def test_exactly_one_half_open_trial_across_processes(env: Env) -> None:
     env.write_config({"circuit_reset_seconds": 60, "lock_timeout_ms": 20000})
     env.state_dir.mkdir(parents=True)
@@ -203,6 +204,7 @@ def test_pacing_spaces_requests_across_processes(env: Env) -> None:
         assert gap == pytest.approx(0.25, abs=1e-6) or (gap > 0.25 and waited_b == 0), rows
 
 
+@pytest.mark.files_only
 def test_pacing_sleeps_until_the_slot_not_for_a_duration_measured_under_the_lock(
     env: Env,
 ) -> None:
@@ -238,6 +240,7 @@ def test_pacing_never_waits_past_the_deadline(env: Env) -> None:
     wait_for_slot(s, "google", time.monotonic() + 1.0)  # engines are paced separately
 
 
+@pytest.mark.files_only
 @pytest.mark.parametrize(
     "content",
     [b"{torn", b"[]", b'{"gemini": "open", "google": {"state": "open", "opened_at": "soon"}}'],

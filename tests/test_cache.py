@@ -576,3 +576,17 @@ def test_the_heartbeat_keeps_a_slow_leaders_lease(
     flight.walk(slow_tier, planner.Tier(1, "brave"), run, time.monotonic())
     assert seen == [flight.owner] * 8
     assert store.lease_holder(key, time.time()) is None  # given up when the tier ended
+
+
+def test_search_filters_are_part_of_the_key(env: Env, fake: FakeServer) -> None:
+    """The same query with another freshness or count is another question: never a hit."""
+    configure(env, fake)
+    fake.route(BRAVE_PATH, api("brave-ok.json"))
+    base = {"query": "nasa news", "agent_id": "cron"}
+    assert env.call("smart_search", base)["cached"] is False
+    assert env.call("smart_search", base)["cached"] is True
+    week = env.call("smart_search", {**base, "freshness": "week"})
+    assert week["cached"] is False
+    assert env.call("smart_search", {**base, "freshness": "week"})["cached"] is True
+    assert env.call("smart_search", {**base, "count": 3})["cached"] is False
+    assert len(fake.requests_to(BRAVE_PATH)) == 3

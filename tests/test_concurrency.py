@@ -106,6 +106,7 @@ Ledger(settings).reserve("victim", "brave")
 """
 
 
+@pytest.mark.files_only
 def test_sigkill_while_holding_the_lock_or_mid_write_loses_nothing(env: Env) -> None:
     env.write_config({"providers": {"brave": {"daily_limit": 3}}, "lock_timeout_ms": 10000})
     # One committed unit first, so there is a real file to damage.
@@ -170,6 +171,7 @@ for i in range(n):
 """
 
 
+@pytest.mark.files_only
 def test_32_concurrent_log_writers_keep_every_line_whole(env: Env) -> None:
     procs = [spawn(env, LOGGER, str(env.state_dir), "40") for _ in range(32)]
     for p in procs:

@@ -147,6 +147,7 @@ def test_timezone_moves_the_day_and_unknown_zone_is_config_error(env: Env) -> No
     assert result["error_code"] == "config_error" and '"timezone"' in result["error"]
 
 
+@pytest.mark.files_only
 @pytest.mark.parametrize(
     "content",
     [
@@ -209,6 +210,7 @@ def test_spec_completion_message_shape() -> None:
     )
 
 
+@pytest.mark.files_only
 def test_node_skill_file_carries_todays_counts_over(env: Env) -> None:
     env.write_config(
         {
@@ -262,6 +264,7 @@ def test_node_skill_file_carries_todays_counts_over(env: Env) -> None:
     assert env.call("search_quota_status")["providers"]["gemini"]["used"] == 10
 
 
+@pytest.mark.files_only
 def test_node_file_from_an_earlier_day_starts_fresh(env: Env) -> None:
     env.state_dir.mkdir(parents=True)
     node = {
@@ -283,6 +286,7 @@ time.sleep(float(sys.argv[2]))
 
 
 @pytest.mark.multiprocess
+@pytest.mark.files_only
 def test_lock_held_past_timeout_gives_the_spec_message(env: Env) -> None:
     env.write_config({"lock_timeout_ms": 300, "agent_allocations": {"a": {"gemini": 1}}})
     env.state_dir.mkdir(parents=True)
@@ -308,6 +312,7 @@ def test_lock_held_past_timeout_gives_the_spec_message(env: Env) -> None:
     assert env.call("search_mark_agent_complete", {"agent_id": "a"})["released"]["gemini"] == 1
 
 
+@pytest.mark.files_only
 def test_state_dir_is_created_private(env: Env) -> None:
     env.call("search_mark_agent_complete", {"agent_id": "general"})
     assert os.stat(env.state_dir).st_mode & 0o777 == 0o700
@@ -319,6 +324,7 @@ def test_reads_need_no_lock_and_do_not_create_files(env: Env, tmp_path: Path) ->
     assert not env.state_dir.exists()
 
 
+@pytest.mark.files_only
 def test_only_the_ledger_pays_for_fsync(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     """Quota units must survive an OS crash (file and rename both synced); breaker and pacing
     state may be lost, so their writes skip the fsyncs that would stretch every lock hold."""

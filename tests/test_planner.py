@@ -48,7 +48,13 @@ class FakeBackends:
         return outcome
 
     def call_api(
-        self, provider: str, query: str, settings: Any, deadline: float, may_retry: Any
+        self,
+        provider: str,
+        query: str,
+        settings: Any,
+        deadline: float,
+        may_retry: Any,
+        filters: Any = None,
     ) -> Any:
         from smart_search.providers import ProviderCall
 
@@ -60,7 +66,13 @@ class FakeBackends:
         return ProviderCall(outcome, None, 0, [5], 1, 200, None)
 
     def fetch_engine(
-        self, engine: str, query: str, settings: Any, deadline: float, before_send: Any
+        self,
+        engine: str,
+        query: str,
+        settings: Any,
+        deadline: float,
+        before_send: Any,
+        filters: Any = None,
     ) -> Any:
         from smart_search.engines import EngineCall
 

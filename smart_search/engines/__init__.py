@@ -26,7 +26,7 @@ import re
 import time
 from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 from .. import errors
@@ -83,6 +83,8 @@ def fetch_engine(
     settings: Settings,
     deadline: float,
     before_send: Callable[[], object] | None = None,
+    *,
+    filters: dict[str, Any] | None = None,
 ) -> EngineCall:
     """One request to `engine` for `query` and its parsed results, by `deadline` (monotonic).
 
@@ -90,11 +92,12 @@ def fetch_engine(
     right before the request goes out. There is no retry here: a second request
     inside the pacing interval is the very burst that gets a client blocked, and a failed engine
     simply hands over to the next tier. Never raises our `errors`: the record says how it ended.
+    `filters` (issue 15) go into the request through the engine's `build_request`.
     """
     from .. import http
 
     module = engine_module(engine)
-    request = module.build_request(query, settings)
+    request = module.build_request(query, settings, filters=filters)
     if before_send is not None:
         # The caller's pacing slot: claim it only once every one-off cost (imports, TLS context)
         # is paid, so requests leave as evenly spaced as their slots.

@@ -96,6 +96,7 @@ def call_provider(
     *,
     may_retry: Callable[[int], bool] = lambda billed: True,
     sleep: Callable[[float], object] = time.sleep,
+    filters: dict[str, Any] | None = None,
 ) -> ProviderCall:
     """Search `name` ("gemini" | "brave") for `query` (already fitted to the provider), retrying
     what can heal, by `deadline`. Never raises a `SearchError`: the record says how it ended.
@@ -104,13 +105,14 @@ def call_provider(
     bills for it (`billed_units`); a non-2xx costs nothing; an attempt whose request left but
     whose answer never came back (read timeout, reset) costs one unit, since the provider may
     have billed it; one that never left (DNS, refused, connect timeout) costs nothing.
-    `may_retry(units billed so far)` is asked before each retry.
+    `may_retry(units billed so far)` is asked before each retry. `filters` (issue 15) go into
+    the request through the provider's `build_request`.
     """
     from .. import http
     from ..retry import run_with_retries
 
     module = _provider_module(name)
-    request = module.build_request(query, settings)
+    request = module.build_request(query, settings, filters=filters)
     latencies: list[int] = []
     billed = [0]
     last: list[HttpResponse] = []

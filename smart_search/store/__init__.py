@@ -110,6 +110,12 @@ class Store(Protocol):
         ...
 
 
+def export_documents(store: Store) -> dict[str, Any]:
+    """Every document a store holds, by name (`Store.export_state` of both backends)."""
+    found = {name: store.read(name) for name in DOCUMENTS}
+    return {name: doc for name, doc in found.items() if doc is not None}
+
+
 def open_store(settings: Settings) -> Store:
     """The store `state_backend` names (the file backend unless configured otherwise)."""
     backend = getattr(settings, "state_backend", None) or {"kind": "files"}

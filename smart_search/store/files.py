@@ -9,7 +9,7 @@ The result cache, its leases and the advisory `cache_stats` document live in one
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..state import StateFile
 from . import DOCUMENTS, CacheEntry, Change, Document, T
@@ -50,6 +50,11 @@ class FileStore:
         if name in IN_CACHE_DB:
             return self.cache_db().update_document(name, change)  # type: ignore[no-any-return]
         return self.file(name).update(change)
+
+    def export_state(self) -> dict[str, Any]:
+        from . import export_documents
+
+        return export_documents(self)
 
     def where(self) -> str:
         return self.state_dir

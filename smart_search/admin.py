@@ -1,0 +1,195 @@
+"""`smart-search state export | import FILE`: move shared state between backends.
+
+`export` prints every document of the configured backend (quota, breaker, pacing, cache stats;
+not the cache itself) as one JSON object. `import FILE` folds such an export, or a bare ledger
+file of any version this package reads (`search-quota.json`, the predecessor's file), into the
+configured backend in one atomic update per document, never lowering a counter:
+
+- the same window on both sides: each counter becomes the larger of the two (so importing the
+  same file twice changes nothing, and a host moved mid-day keeps what it spent);
+  `--add` sums usage counters instead, for folding a second host's separate ledger into a shared
+  one (run it once per host: a repeat counts twice);
+- different windows (agents' day, a provider's day or month): the later one is kept whole;
+- completion stays set once set; an exhaustion mark keeps the later of the two ends.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+import orjson
+
+from . import quota
+from .errors import InvalidInput, SearchError, StateCorrupt
+
+EXPORT_FORMAT = "smart-search/state@1"
+USAGE = "usage: smart-search state export\n       smart-search state import [--add] FILE\n"
+
+Document = dict[str, Any]
+
+
+def state_main(argv: list[str]) -> int:
+    if argv in (["--help"], ["-h"]):
+        sys.stdout.write(USAGE)
+        return 0
+    if argv == ["export"]:
+        action = _export
+    elif len(argv) in (2, 3) and argv[0] == "import" and argv[1:-1] in ([], ["--add"]):
+        add = argv[1] == "--add"
+        path = argv[-1]
+
+        def action() -> Any:
+            return _import(path, add=add)
+
+    else:
+        sys.stderr.write(f"smart-search state: unknown arguments {' '.join(argv)!r}\n{USAGE}")
+        return 2
+    try:
+        out = action()
+    except SearchError as err:
+        sys.stderr.write(f"smart-search state: {err.message} ({err.error_code})\n")
+        return 1
+    sys.stdout.buffer.write(orjson.dumps(out, option=orjson.OPT_INDENT_2) + b"\n")
+    return 0
+
+
+def _open() -> Any:
+    from .config import load_settings
+    from .store import open_store
+
+    settings = load_settings(os.environ)
+    return settings, open_store(settings)
+
+
+def _export() -> Document:
+    _, store = _open()
+    return {
+        "format": EXPORT_FORMAT,
+        "backend": store.kind,
+        "where": store.where(),
+        "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "documents": store.export_state(),
+    }
+
+
+def _import(path: str, *, add: bool) -> Document:
+    from .ledger import Ledger
+
+    try:
+        with open(path, "rb") as fh:
+            raw = orjson.loads(fh.read())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise InvalidInput(f"Cannot read {path} as JSON ({exc.__class__.__name__}).") from None
+    if isinstance(raw, dict) and raw.get("format") == EXPORT_FORMAT:
+        documents = raw.get("documents")
+    elif isinstance(raw, dict):
+        documents = {"quota": raw}  # a bare ledger file, any version the ledger reads
+    else:
+        documents = None
+    if not isinstance(documents, dict) or not all(isinstance(d, dict) for d in documents.values()):
+        raise InvalidInput(f"{path} is neither a state export nor a quota ledger file.")
+    settings, store = _open()
+    imported: list[str] = []
+    if "quota" in documents:
+        ledger = Ledger(settings, store)
+        now = time.time()
+        # Checked (and converted from older versions) before the target is touched.
+        try:
+            incoming = ledger._current(documents["quota"], now)
+        except StateCorrupt:
+            raise InvalidInput(
+                f"The quota ledger in {path} is damaged or of an unknown version; nothing was "
+                "imported."
+            ) from None
+
+        def fold(current: Document | None) -> tuple[Document, None]:
+            return merge_quota(ledger._current(current, time.time()), incoming, add=add), None
+
+        store.update("quota", fold)
+        imported.append("quota")
+    for name, merge in (("breaker", _merge_breaker), ("pacing", _merge_pacing),
+                        ("cache_stats", _merge_stats)):  # fmt: skip
+        doc = documents.get(name)
+        if isinstance(doc, dict):
+            store.update(name, lambda current, doc=doc, merge=merge: (merge(current or {}, doc),
+                                                                       None))  # fmt: skip
+            imported.append(name)
+    return {"imported": imported, "backend": store.kind, "where": store.where()}
+
+
+# -- merging (pure) ------------------------------------------------------------------------------
+def _count(a: int, b: int, add: bool) -> int:
+    return a + b if add else max(a, b)
+
+
+def merge_quota(target: Document, incoming: Document, *, add: bool = False) -> Document:
+    """`target` with `incoming` folded in; no counter of `target` goes down."""
+    out = orjson.loads(orjson.dumps(target))
+    if incoming["date"] > out["date"]:
+        out["date"] = incoming["date"]
+        out["agents"] = orjson.loads(orjson.dumps(incoming["agents"]))
+        out["carried"] = orjson.loads(orjson.dumps(incoming["carried"]))
+    elif incoming["date"] == out["date"]:
+        for p in quota.PROVIDERS:
+            mine, theirs = out["carried"][p], incoming["carried"][p]
+            for k in ("used", "pool_used"):
+                mine[k] = _count(mine[k], theirs[k], add)
+        for agent_id, theirs in incoming["agents"].items():
+            mine = out["agents"].setdefault(agent_id, quota.new_agent())
+            mine["completed"] = bool(mine["completed"] or theirs["completed"])
+            for p in quota.PROVIDERS:
+                mine["released"][p] = max(mine["released"][p], theirs["released"][p])
+                for s in quota.SOURCES:
+                    mine[p][s] = _count(mine[p][s], theirs[p][s], add)
+    for p in quota.PROVIDERS:
+        _merge_window(out["windows"][p], incoming["windows"][p], add)
+    return out
+
+
+def _merge_window(mine: Document, theirs: Document, add: bool) -> None:
+    if theirs["day"] > mine["day"]:
+        mine["day"], mine["day_used"] = theirs["day"], theirs["day_used"]
+    elif theirs["day"] == mine["day"]:
+        mine["day_used"] = _count(mine["day_used"], theirs["day_used"], add)
+    if theirs["month"] > mine["month"]:
+        mine["month"], mine["month_used"] = theirs["month"], theirs["month_used"]
+        mine["reported"] = theirs["reported"]
+    elif theirs["month"] == mine["month"]:
+        mine["month_used"] = _count(mine["month_used"], theirs["month_used"], add)
+        seen, other = mine["reported"], theirs["reported"]
+        if other is not None and (seen is None or other["seen_at"] > seen["seen_at"]):
+            mine["reported"] = other
+    if (theirs["exhausted_until"] or 0) > (mine["exhausted_until"] or 0):
+        mine["exhausted_until"] = theirs["exhausted_until"]
+        mine["exhausted_why"] = theirs.get("exhausted_why")
+
+
+def _merge_breaker(current: Document, incoming: Document) -> Document:
+    # Advisory: the target's own view of a service wins; the file only fills gaps.
+    return {**incoming, **current}
+
+
+def _merge_pacing(current: Document, incoming: Document) -> Document:
+    out = dict(current)
+    for engine, slot in incoming.items():
+        if isinstance(slot, int | float) and not isinstance(slot, bool):
+            mine = out.get(engine)
+            ok = isinstance(mine, int | float) and not isinstance(mine, bool)
+            out[engine] = max(mine, slot) if ok else slot
+    return out
+
+
+def _merge_stats(current: Document, incoming: Document) -> Document:
+    if str(incoming.get("date", "")) > str(current.get("date", "")):
+        return dict(incoming)
+    if incoming.get("date") != current.get("date"):
+        return current
+    out = dict(current)
+    for k, v in incoming.items():
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            mine = out.get(k)
+            out[k] = max(mine, v) if isinstance(mine, int | float) else v
+    return out

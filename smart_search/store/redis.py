@@ -1,0 +1,397 @@
+"""The Redis backend of the state seam: one budget, breaker, pacing and cache for many hosts.
+
+Configured as `state_backend: {"kind": "redis", "url": "redis://host:6379/0", "prefix": ...}`;
+imported only then (redis-py is an optional extra). Valkey speaks the same protocol.
+
+Documents: one string key per document, `<prefix>:<name>` (e.g. `smart-search:quota`), holding
+the same JSON the file backend writes. `update` is one optimistic transaction: WATCH the key, GET
+it, run the pure `change` in Python (the one copy of the arithmetic), then MULTI / SET / EXEC; if
+another client wrote the key in between, EXEC fails (WatchError) and the change runs again on the
+new document. No client ever writes from a stale read. Every write sets the key's expiry from
+`DOCUMENTS[name].ttl_s`, so a fleet that stops leaves nothing behind for long.
+
+Cache: an entry is a hash `<prefix>:cache:e:<key>` (value, stored_at, expires_at) with its own
+expiry; `<prefix>:cache:lru` (sorted set by last use), `<prefix>:cache:exp` (by expiry) and
+`<prefix>:cache:sizes` / `<prefix>:cache:bytes` (value sizes, their sum) do the accounting. A put,
+with its eviction, is one Lua script. Leases are `<prefix>:lease:<key>` (owner and logical expiry,
+claimed and released by Lua scripts; the key also carries a real expiry so a dead owner's lease
+goes away on its own).
+
+Failures: a server that is down, refuses us, or answers slower than `lock_timeout_ms` raises
+StateUnavailable naming the store (URL without its password); a document that keeps changing
+under us past `lock_timeout_ms` raises LockTimeout. Durable data that does not parse raises
+StateCorrupt naming the key and is left in place. With `on_unavailable: "web_only"` the advisory
+documents (breaker, pacing, cache stats) fall back to this host's state directory while the server
+is unreachable, so web tiers keep their per-host pacing and breaker; the quota never falls back.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+
+from ..errors import ConfigError, LockTimeout, StateCorrupt, StateUnavailable
+from . import DOCUMENTS, CacheEntry, Change, Document, T, export_documents
+
+if TYPE_CHECKING:
+    from ..config import Settings
+
+INSTALL_HINT = (
+    'state_backend.kind is "redis" but the Redis client is not installed. '
+    "Install it with: pip install 'smart-search[redis]' (or: pip install 'redis>=5')."
+)
+
+# How long a store that could not reach its server fails at once before trying it again.
+DOWN_FOR_S = 2.0
+
+# Evict expired entries, then least-recently-used ones, after storing one entry. Keys the script
+# derives (other entries) sit under the same prefix on the same server (no Redis Cluster).
+_PUT = """
+local lru, exp, sizes, total = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local eprefix, member, value = ARGV[1], ARGV[2], ARGV[3]
+local stored, expires, ttl_ms = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local max_n, max_b = tonumber(ARGV[7]), tonumber(ARGV[8])
+local function drop(m)
+  local size = redis.call('HGET', sizes, m)
+  if size then redis.call('DECRBY', total, size) end
+  redis.call('HDEL', sizes, m)
+  redis.call('ZREM', lru, m)
+  redis.call('ZREM', exp, m)
+  redis.call('DEL', eprefix .. m)
+end
+drop(member)
+if ttl_ms > 0 then
+  local ek = eprefix .. member
+  redis.call('HSET', ek, 'v', value, 's', ARGV[4], 'x', ARGV[5])
+  redis.call('PEXPIRE', ek, ttl_ms)
+  redis.call('ZADD', lru, stored, member)
+  redis.call('ZADD', exp, expires, member)
+  redis.call('HSET', sizes, member, string.len(value))
+  redis.call('INCRBY', total, string.len(value))
+end
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', exp, '-inf', stored)) do drop(m) end
+while redis.call('ZCARD', lru) > max_n or tonumber(redis.call('GET', total) or '0') > max_b do
+  local oldest = redis.call('ZRANGE', lru, 0, 0)
+  if #oldest == 0 then break end
+  drop(oldest[1])
+end
+local last = redis.call('ZRANGE', exp, -1, -1, 'WITHSCORES')
+if #last == 0 then
+  redis.call('DEL', lru, exp, sizes, total)
+else
+  local keep = math.max(1, math.ceil((tonumber(last[2]) - stored) * 1000) + 60000)
+  for _, k in ipairs({lru, exp, sizes, total}) do redis.call('PEXPIRE', k, keep) end
+end
+return 1
+"""
+
+_CLAIM = """
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local ok, held = pcall(cjson.decode, cur)
+  if ok and type(held) == 'table' and held['owner'] ~= ARGV[1]
+     and tonumber(held['until'] or 0) > tonumber(ARGV[2]) then
+    return 0
+  end
+end
+redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+return 1
+"""
+
+_RELEASE = """
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local ok, held = pcall(cjson.decode, cur)
+  if not ok or type(held) ~= 'table' or held['owner'] == ARGV[1] then
+    redis.call('DEL', KEYS[1])
+  end
+end
+return 1
+"""
+
+
+def masked(url: str) -> str:
+    """`url` with any password replaced by ***, for messages and `where()`."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+        user = parts.username or ""
+        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    except ValueError:
+        return "redis (unparsable URL)"
+
+
+class RedisStore:
+    kind = "redis"
+
+    def __init__(self, settings: Settings) -> None:
+        try:
+            import redis
+        except ImportError:
+            raise ConfigError(INSTALL_HINT) from None
+        backend = settings.state_backend
+        self.url: str = backend["url"]
+        self.prefix: str = backend.get("prefix", "smart-search")
+        self.web_only = backend.get("on_unavailable", "refuse") == "web_only"
+        self.settings = settings
+        self.timeout_s = settings.lock_timeout_ms / 1000.0
+        self._redis = redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        # No silent retries: a transaction resent after a lost reply could run twice, and a
+        # caller must learn at once that the store is gone. Every wait is bounded.
+        self.client = redis.Redis.from_url(
+            self.url,
+            socket_timeout=self.timeout_s,
+            socket_connect_timeout=self.timeout_s,
+            retry=Retry(NoBackoff(), 0),
+            retry_on_timeout=False,
+            health_check_interval=0,
+            # RESP2: no HELLO round trip when a one-shot call connects, and servers older
+            # than Redis 6 still understood.
+            protocol=2,
+        )
+        self._scripts: dict[str, Any] = {}
+        self._fallback: Any = None
+        # After a failure to reach the server, further operations of this store fail at once
+        # for a moment instead of each waiting out lock_timeout_ms again (one call touches
+        # breaker, pacing and ledger several times).
+        self._down: tuple[float, StateUnavailable] | None = None
+
+    # -- documents -------------------------------------------------------------------------------
+    def key(self, name: str) -> str:
+        return f"{self.prefix}:{name}"
+
+    def read(self, name: str) -> Document | None:
+        kind = DOCUMENTS[name]
+        try:
+            raw = self._call(lambda: self.client.get(self.key(name)))
+        except StateUnavailable:
+            if self.web_only and not kind.durable:
+                return self._local().read(name)
+            raise
+        return self._parse(name, raw)
+
+    def update(self, name: str, change: Change[T]) -> T:
+        kind = DOCUMENTS[name]
+        try:
+            return self._update(name, change)
+        except StateUnavailable:
+            if self.web_only and not kind.durable:
+                return self._local().update(name, change)
+            raise
+
+    def _update(self, name: str, change: Change[T]) -> T:
+        self._check_down()
+        key = self.key(name)
+        ttl_ms = int(DOCUMENTS[name].ttl_s * 1000) if DOCUMENTS[name].ttl_s else None
+        deadline = time.monotonic() + self.timeout_s
+        tries = 0
+        while True:
+            tries += 1
+            with self.client.pipeline(transaction=True) as pipe:
+                try:
+                    pipe.watch(key)
+                    new_doc, result = change(self._parse(name, pipe.get(key)))
+                    if new_doc is None:
+                        pipe.unwatch()
+                        return result
+                    pipe.multi()
+                    pipe.set(key, orjson.dumps(new_doc), px=ttl_ms)
+                    pipe.execute()
+                    return result
+                except self._redis.WatchError:
+                    pass  # someone wrote the key since our GET: run the change again
+                except self._redis.RedisError as exc:
+                    raise self._unavailable(exc) from None
+            if time.monotonic() >= deadline:
+                raise LockTimeout(
+                    f"Shared state {key} at {self.where()} stayed busy past lock_timeout_ms. "
+                    "Try again."
+                )
+            if tries > 3:
+                time.sleep(min(0.002 * tries, 0.02))  # heavy contention: let the winner finish
+
+    def _parse(self, name: str, raw: bytes | None) -> Document | None:
+        if raw is None:
+            return None
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            doc = None
+        if isinstance(doc, dict):
+            return doc
+        if not DOCUMENTS[name].durable:
+            return None  # advisory: rebuilt by the next update
+        raise StateCorrupt(
+            f"State key {self.key(name)} at {self.where()} is corrupt (not a JSON object). "
+            "It was left in place: repair or delete it."
+        )
+
+    def where(self) -> str:
+        return f"{masked(self.url)} (prefix {self.prefix})"
+
+    def export_state(self) -> dict[str, Any]:
+        return export_documents(self)
+
+    # -- cache -----------------------------------------------------------------------------------
+    def _ckey(self, key: str) -> str:
+        return f"{self.prefix}:cache:e:{key}"
+
+    def _book(self) -> list[str]:
+        p = self.prefix
+        return [f"{p}:cache:lru", f"{p}:cache:exp", f"{p}:cache:sizes", f"{p}:cache:bytes"]
+
+    def cache_get(self, key: str, now: float) -> CacheEntry | None:
+        try:
+            value, stored, expires = self._call(
+                lambda: self.client.hmget(self._ckey(key), ["v", "s", "x"])
+            )
+            if value is None:
+                return None
+            entry = CacheEntry(bytes(value), float(stored), float(expires))
+            if entry.expires_at <= now:
+                return None
+            self._call(lambda: self.client.zadd(self._book()[0], {key: now}, xx=True))
+            return entry
+        except (StateUnavailable, TypeError, ValueError):
+            return None  # advisory: an unreachable or damaged cache is a miss
+
+    def cache_put(self, key: str, entry: CacheEntry, *, max_entries: int, max_bytes: int) -> None:
+        ttl_ms = math.ceil((entry.expires_at - entry.stored_at) * 1000)
+        args = [self.prefix + ":cache:e:", key, entry.value, repr(entry.stored_at),
+                repr(entry.expires_at), max(ttl_ms, 0), max_entries, max_bytes]  # fmt: skip
+        try:
+            self._call(lambda: self._script("put", _PUT)(keys=self._book(), args=args))
+        except StateUnavailable:
+            return  # advisory: the answer is still returned, just not kept
+
+    def cache_clear(self) -> int:
+        def clear() -> int:
+            count = 0
+            for pattern in (f"{self.prefix}:cache:*", f"{self.prefix}:lease:*"):
+                batch: list[bytes] = []
+                for k in self.client.scan_iter(match=pattern, count=500):
+                    if k.startswith(self._ckey("").encode()):
+                        count += 1
+                    batch.append(k)
+                    if len(batch) >= 500:
+                        self.client.delete(*batch)
+                        batch = []
+                if batch:
+                    self.client.delete(*batch)
+            return count
+
+        return self._call(clear)
+
+    def cache_size(self) -> tuple[int, int]:
+        lru, _, _, total = self._book()
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zcard(lru)
+        pipe.get(total)
+        entries, size = self._call(pipe.execute)
+        return int(entries), int(size or 0)
+
+    # -- single-flight leases --------------------------------------------------------------------
+    def _lkey(self, key: str) -> str:
+        return f"{self.prefix}:lease:{key}"
+
+    def lease_claim(self, key: str, owner: str, ttl_s: float, now: float) -> bool:
+        held = orjson.dumps({"owner": owner, "until": now + ttl_s})
+        px = max(1, math.ceil(ttl_s * 1000))
+        try:
+            won = self._call(
+                lambda: self._script("claim", _CLAIM)(
+                    keys=[self._lkey(key)], args=[owner, repr(now), held, px]
+                )
+            )
+        except StateUnavailable:
+            # Advisory: without the store nobody can coordinate; the caller asks on its own and
+            # the ledger (which does not fall back) decides whether anything may be spent.
+            return True
+        return bool(won)
+
+    def lease_release(self, key: str, owner: str) -> None:
+        try:
+            self._call(
+                lambda: self._script("release", _RELEASE)(keys=[self._lkey(key)], args=[owner])
+            )
+        except StateUnavailable:
+            return  # the lease's own expiry frees it
+
+    def lease_holder(self, key: str, now: float) -> str | None:
+        try:
+            raw = self._call(lambda: self.client.get(self._lkey(key)))
+        except StateUnavailable:
+            return None
+        try:
+            held = orjson.loads(raw) if raw is not None else None
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(held, dict) or not isinstance(held.get("owner"), str):
+            return None
+        until = held.get("until")
+        if not isinstance(until, int | float) or until <= now:
+            return None
+        return held["owner"]
+
+    # -- plumbing --------------------------------------------------------------------------------
+    def _script(self, name: str, source: str) -> Any:
+        script = self._scripts.get(name)
+        if script is None:
+            script = self._scripts[name] = self.client.register_script(source)
+        return script
+
+    def _call(self, fn: Any) -> Any:
+        self._check_down()
+        try:
+            return fn()
+        except self._redis.RedisError as exc:
+            raise self._unavailable(exc) from None
+
+    def _check_down(self) -> None:
+        if self._down is not None:
+            until, err = self._down
+            if time.monotonic() < until:
+                raise StateUnavailable(err.message)
+            self._down = None
+
+    def _unavailable(self, exc: Exception) -> StateUnavailable:
+        err = self._describe(exc)
+        self._down = (time.monotonic() + DOWN_FOR_S, err)
+        return err
+
+    def _describe(self, exc: Exception) -> StateUnavailable:
+        errors = self._redis.exceptions
+        if isinstance(exc, errors.TimeoutError):
+            why = "it did not answer within lock_timeout_ms"
+        elif isinstance(exc, errors.AuthenticationError):
+            why = "it refused our credentials"
+        elif isinstance(exc, errors.ConnectionError):
+            why = "it cannot be reached"
+        elif isinstance(exc, errors.ResponseError) and "NOAUTH" in str(exc):
+            why = "it requires a password"
+        else:
+            why = f"it answered with an error ({exc.__class__.__name__})"
+        return StateUnavailable(
+            f"State store {self.where()} is unavailable: {why}. Nothing was spent blind."
+        )
+
+    def _local(self) -> Any:
+        """This host's state directory, for advisory documents while the server is away."""
+        if self._fallback is None:
+            from .files import FileStore
+
+            self._fallback = FileStore(self.settings.state_dir, self.settings.lock_timeout_ms)
+        return self._fallback
