@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -70,6 +70,51 @@ EXHAUSTING_SPEND = (("stock-analysis", "gemini", 15), ("tech-news", "gemini", 3)
 SHAPE_KEYS = ("provider_used", "queries_remaining", "quota_source", "fallback_used", "warning",
               "web_fetch_engine")  # fmt: skip
 SPEC_KEYS = ("results", *SHAPE_KEYS, "error")
+
+
+WARNING = "Result retrieved via web scraping. Quality may be lower than API results."
+FINANCE_BLOCKED = (
+    "Finance and time-sensitive queries require Gemini or Brave API. "
+    "web_fetch fallback is not permitted for this query type."
+)
+
+
+class SpecExample(NamedTuple):
+    """One of spec §13's worked examples: the call, and the return shape the spec prints."""
+
+    query: str
+    agent_id: str
+    shape: dict[str, Any]  # the SHAPE_KEYS of the result, literally as the spec shows them
+    results: str | None = None  # the answer text where the spec shows one
+    error: str | None = None
+
+
+# Spec §13, once: test_tiers replays them with faked providers, test_end_to_end with the real CLI.
+SPEC_EXAMPLES = {
+    1: SpecExample("today AAPL stock price", "general",
+                   {"provider_used": "web_fetch", "queries_remaining": 20, "quota_source": "none",
+                    "fallback_used": True, "warning": WARNING, "web_fetch_engine": "google"}),
+    2: SpecExample("today AAPL stock price", "general",
+                   {"provider_used": "gemini", "queries_remaining": 19,
+                    "quota_source": "agent_allocation", "fallback_used": False, "warning": None,
+                    "web_fetch_engine": None},
+                   results="Apple (AAPL) is trading at $189.42..."),
+    3: SpecExample("best noise-cancelling headphones 2025", "general",
+                   {"provider_used": "web_fetch", "queries_remaining": 20, "quota_source": "none",
+                    "fallback_used": True, "warning": WARNING, "web_fetch_engine": "google"}),
+    4: SpecExample("NSE market open today", "stock-analysis",
+                   {"provider_used": "gemini", "queries_remaining": 11,
+                    "quota_source": "agent_allocation", "fallback_used": False, "warning": None,
+                    "web_fetch_engine": None},
+                   results="The NSE opened at 22,450 points today..."),
+    5: SpecExample("NSE market open today", "stock-analysis",
+                   {"provider_used": None, "queries_remaining": 0, "quota_source": "none",
+                    "fallback_used": False, "warning": None, "web_fetch_engine": None},
+                   error=FINANCE_BLOCKED),
+    6: SpecExample("latest AI research papers", "tech-news",
+                   {"provider_used": "web_fetch", "queries_remaining": 0, "quota_source": "none",
+                    "fallback_used": True, "warning": WARNING, "web_fetch_engine": "duckduckgo"}),
+}  # fmt: skip
 
 
 def spec_view(result: dict[str, Any], keys: tuple[str, ...] = SPEC_KEYS) -> dict[str, Any]:

@@ -10,11 +10,11 @@ import sys
 from typing import Any
 
 import pytest
-from fakes import FakeServer, Reply, fixture_bytes
 
 from smart_search import contract
 from smart_search.argforms import UsageError, build_request
 from tests.conftest import REPO, Env, assert_valid_result
+from tests.fakes import FakeServer, Reply, fixture_bytes
 
 BRAVE_PATH = "/res/v1/web/search"
 

@@ -16,11 +16,11 @@ from calendar import timegm
 from typing import Any
 
 import pytest
-from fakes import FakeServer, Reply, fixture_bytes, fixture_json
 
 from smart_search import quota
 from smart_search.ledger import Ledger, next_reset, windows
 from tests.conftest import Env
+from tests.fakes import FakeServer, Reply, fixture_bytes, fixture_json
 
 GEMINI_PATH = "/v1beta/models/gemini-flash-latest:generateContent"
 BRAVE_PATH = "/res/v1/web/search"

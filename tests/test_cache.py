@@ -19,12 +19,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from fakes import FakeServer, Reply, fixture_bytes, fixture_json
 
 from smart_search import cache, planner
 from smart_search.store import CacheEntry
 from smart_search.store.files import FileStore
 from tests.conftest import Env, assert_valid_result
+from tests.fakes import FakeServer, Reply, fixture_bytes, fixture_json
 
 BRAVE_PATH = "/res/v1/web/search"
 GEMINI_PATH = "/v1beta/models/gemini-flash-latest:generateContent"

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import FakeServer, Reply, fixture_bytes
 
 from tests.conftest import EXAMPLE_ALLOCATIONS, Env
+from tests.fakes import FakeServer, Reply, fixture_bytes
 
 SERP = Path(__file__).parent / "fixtures" / "serp"
 WARNING = "Result retrieved via web scraping. Quality may be lower than API results."

@@ -9,11 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fakes import FakeServer
-
 from smart_search.breaker import Breaker
 from smart_search.errors import ServerError
 from tests.conftest import REPO
+from tests.fakes import FakeServer
 
 GEMINI_SENTINEL = "SENTINEL-GEMINI-a1b2c3d4e5"
 BRAVE_SENTINEL = "SENTINEL-BRAVE-f6g7h8i9"

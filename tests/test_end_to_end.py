@@ -10,20 +10,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import FakeServer, Reply, fixture_bytes
 
 from tests.conftest import (
     EXAMPLE_ALLOCATIONS,
     EXHAUSTED_LIMITS,
     EXHAUSTING_SPEND,
     SHAPE_KEYS,
+    SPEC_EXAMPLES,
+    SPEC_KEYS,
     Env,
     assert_valid_result,
     spec_view,
 )
+from tests.fakes import FakeServer, Reply, fixture_bytes
 
 SERP = Path(__file__).parent / "fixtures" / "serp"
-WARNING = "Result retrieved via web scraping. Quality may be lower than API results."
 GEMINI_PATH_PREFIX = "/v1beta/models/"
 BRAVE_PATH = "/res/v1/web/search"
 GEMINI_KEY = "SENTINEL-GEMINI-KEY-5c1d9e"
@@ -86,15 +87,9 @@ def cli_search(env: Env, query: str, agent: str, **extra: Any) -> dict[str, Any]
 def test_example_1_google_page_answers_the_general_agent(env: Env, fake: FakeServer) -> None:
     configure(env, fake)
     fake.route("/search", html("google/basic-results-google.html"))
-    r = cli_search(env, "today AAPL stock price", "general")
-    assert spec_view(r, SHAPE_KEYS) == {
-        "provider_used": "web_fetch",
-        "queries_remaining": 20,
-        "quota_source": "none",
-        "fallback_used": True,
-        "warning": WARNING,
-        "web_fetch_engine": "google",
-    }
+    ex = SPEC_EXAMPLES[1]
+    r = cli_search(env, ex.query, ex.agent_id)
+    assert spec_view(r, SHAPE_KEYS) == ex.shape
     assert len(r["results"]) == 10
     assert (
         r["results"][0]["title"] == "Google" and r["results"][0]["url"] == "https://www.google.com/"
@@ -106,15 +101,9 @@ def test_example_2_blocked_scrapers_then_gemini(env: Env, fake: FakeServer) -> N
     configure(env, fake)
     fake.route("/search", html("google/blocked-sorry.html", 429))  # Google and Bing share /search
     fake.route(gemini_path(), api("gemini-ok.json"))
-    r = cli_search(env, "today AAPL stock price", "general")
-    assert spec_view(r, SHAPE_KEYS) == {
-        "provider_used": "gemini",
-        "queries_remaining": 19,
-        "quota_source": "agent_allocation",
-        "fallback_used": False,
-        "warning": None,
-        "web_fetch_engine": None,
-    }
+    ex = SPEC_EXAMPLES[2]
+    r = cli_search(env, ex.query, ex.agent_id)
+    assert spec_view(r, SHAPE_KEYS) == ex.shape
     assert isinstance(r["results"], str) and r["results"]
     assert r["citations"] and all(c["url"].startswith("https://") for c in r["citations"])
     assert [(a["engine"], a["error_code"]) for a in r["attempts"][:2]] == [
@@ -146,32 +135,20 @@ def test_example_2b_bing_captcha_page_is_blocked_not_results(env: Env, fake: Fak
 def test_example_3_plain_query_from_google(env: Env, fake: FakeServer) -> None:
     configure(env, fake, default_provider="gemini")
     fake.route("/search", html("google/basic-results-google.html"))
-    r = cli_search(env, "best noise-cancelling headphones 2025", "general")
-    assert spec_view(r, SHAPE_KEYS) == {
-        "provider_used": "web_fetch",
-        "queries_remaining": 20,
-        "quota_source": "none",
-        "fallback_used": True,
-        "warning": WARNING,
-        "web_fetch_engine": "google",
-    }
+    ex = SPEC_EXAMPLES[3]
+    r = cli_search(env, ex.query, ex.agent_id)
+    assert spec_view(r, SHAPE_KEYS) == ex.shape
 
 
 def test_example_4_scheduled_finance_query_on_gemini(env: Env, fake: FakeServer) -> None:
     # The spec's example asks the same question four times and pays four times: no cache.
     configure(env, fake, cache={"enabled": False})
     fake.route(gemini_path(), api("gemini-ok.json"))
+    ex = SPEC_EXAMPLES[4]
     for _ in range(3):
-        cli_search(env, "NSE market open today", "stock-analysis")
-    r = cli_search(env, "NSE market open today", "stock-analysis")
-    assert spec_view(r, SHAPE_KEYS) == {
-        "provider_used": "gemini",
-        "queries_remaining": 11,
-        "quota_source": "agent_allocation",
-        "fallback_used": False,
-        "warning": None,
-        "web_fetch_engine": None,
-    }
+        cli_search(env, ex.query, ex.agent_id)
+    r = cli_search(env, ex.query, ex.agent_id)
+    assert spec_view(r, SHAPE_KEYS) == ex.shape
     sent = fake.requests_to(gemini_path())
     assert len(sent) == 4 and sent[0].headers["x-goog-api-key"] == GEMINI_KEY
     assert sent[0].json()["tools"] == [{"google_search": {}}]
@@ -185,32 +162,18 @@ def exhaust(env: Env, fake: FakeServer) -> None:
 
 def test_example_5_exhausted_finance_query_is_refused(env: Env, fake: FakeServer) -> None:
     exhaust(env, fake)
-    r = cli_search(env, "NSE market open today", "stock-analysis")
-    assert r["error"] == (
-        "Finance and time-sensitive queries require Gemini or Brave API. "
-        "web_fetch fallback is not permitted for this query type."
-    )
-    assert (r["results"], r["provider_used"], r["queries_remaining"], r["quota_source"]) == (
-        None,
-        None,
-        0,
-        "none",
-    )
+    ex = SPEC_EXAMPLES[5]
+    r = cli_search(env, ex.query, ex.agent_id)
+    assert spec_view(r, SPEC_KEYS) == {"results": None, **ex.shape, "error": ex.error}
     assert fake.requests == []  # nothing was sent anywhere
 
 
 def test_example_6_exhausted_plain_query_goes_to_duckduckgo(env: Env, fake: FakeServer) -> None:
     exhaust(env, fake)
     fake.route("/html/", html("duckduckgo/html-results-caffeine.html"))
-    r = cli_search(env, "latest AI research papers", "tech-news")
-    assert spec_view(r, SHAPE_KEYS) == {
-        "provider_used": "web_fetch",
-        "queries_remaining": 0,
-        "quota_source": "none",
-        "fallback_used": True,
-        "warning": WARNING,
-        "web_fetch_engine": "duckduckgo",
-    }
+    ex = SPEC_EXAMPLES[6]
+    r = cli_search(env, ex.query, ex.agent_id)
+    assert spec_view(r, SHAPE_KEYS) == ex.shape
     assert len(r["results"]) == 9
     assert r["results"][0]["url"] == "https://www.sleepfoundation.org/nutrition/caffeine-and-sleep"
 

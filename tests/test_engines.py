@@ -17,7 +17,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from fakes import FakeServer, Reply
 
 from smart_search import errors
 from smart_search.engines import (
@@ -30,6 +29,7 @@ from smart_search.engines import (
     google,
 )
 from smart_search.http import HttpResponse
+from tests.fakes import FakeServer, Reply
 
 SERP = Path(__file__).parent / "fixtures" / "serp"
 

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import FakeServer, Reply, fixture_json
 
 from smart_search.ledger import Ledger
 from tests.conftest import Env, assert_valid_result
+from tests.fakes import FakeServer, Reply, fixture_json
 
 GEMINI_KEY = "SENTINEL-GEMINI-KEY-0b9e4d71"
 BRAVE_KEY = "SENTINEL-BRAVE-KEY-3f6a2c58"

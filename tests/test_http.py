@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
-from fakes import FakeServer, Reply, gzipped
 
 from smart_search import errors
 from smart_search.http import MAX_BODY_BYTES, HttpRequest, retry_after_seconds, send
+from tests.fakes import FakeServer, Reply, gzipped
 
 KEY = "SENTINEL-KEY-7f3a9c"
 # Generous enough for a loaded 2-core box, yet far below the 30 s per-operation timeouts and the

@@ -12,12 +12,12 @@ from typing import Any
 
 import json5
 import pytest
-from fakes import FakeServer, Reply, fixture_bytes
 
 from smart_search import openclaw
 from smart_search.config import load_settings
 from smart_search.errors import CANNOT_READ_CONFIG, ConfigError
 from tests.conftest import REPO, Env, assert_valid_result
+from tests.fakes import FakeServer, Reply, fixture_bytes
 
 
 def entry(config: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-from fakes import FakeServer, Reply, fixture_bytes, fixture_headers, fixture_json
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,6 +16,7 @@ from smart_search import errors
 from smart_search.config import Settings, load_settings
 from smart_search.http import HttpResponse
 from smart_search.providers import Answer, ProviderCall, brave, call_provider, gemini
+from tests.fakes import FakeServer, Reply, fixture_bytes, fixture_headers, fixture_json
 
 KEY = "SENTINEL-KEY-7f3a9c"
 MODEL = "gemini-test-flash"

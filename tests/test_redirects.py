@@ -12,11 +12,11 @@ import time
 from typing import Any
 
 import pytest
-from fakes import FakeServer, Reply
 
 from smart_search import errors, http
 from smart_search.engines import ENGINES, engine_module, fetch_engine
 from smart_search.providers import call_provider
+from tests.fakes import FakeServer, Reply
 
 KEY = "SENTINEL-REDIRECT-KEY-41b7"
 MODEL = "gemini-test-flash"

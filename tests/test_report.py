@@ -827,7 +827,7 @@ def test_cli_json_is_the_library_report(env: Env) -> None:
 
 def test_report_of_real_searches(env: Env) -> None:
     """Lines written by real smart_search calls (loopback fakes) are counted as they happened."""
-    from fakes import FakeServer, Reply, fixture_bytes
+    from tests.fakes import FakeServer, Reply, fixture_bytes
 
     with FakeServer() as fake:
         env.write_config({

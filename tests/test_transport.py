@@ -88,7 +88,7 @@ def test_https_verifies_certificates(cert: tuple[Path, Path], monkeypatch: Any) 
 DIRECT_REQUEST = """
 import sys, time
 sys.path.insert(0, sys.argv[2])
-from fakes import FakeServer, Reply
+from tests.fakes import FakeServer, Reply
 from smart_search import http
 with FakeServer() as fake:
     fake.route("/x", Reply(200, b"hello"))

@@ -1,0 +1,73 @@
+"""Routing and the strategies' tier tables (planner.py: pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from smart_search import planner
+from smart_search.config import load_settings
+from tests.conftest import Env
+
+
+@pytest.mark.parametrize(
+    ("query", "provider"),
+    [
+        ("AAPL share price", "gemini"),
+        ("NASDAQ futures", "gemini"),
+        ("company results 3 hours ago", "gemini"),
+        ("share  price of apple", "gemini"),  # a phrase matches across any whitespace
+        ("nasa budget", "brave"),
+        ("ESA launch window", "brave"),
+        ("mesa arizona weather", "brave-default"),  # "esa" is not "mesa"
+        ("hippo facts", "brave-default"),  # "ipo" is not "hippo"
+        ("stockholm travel", "brave-default"),  # "stock" is not "stockholm"
+        ("nasa stock today", "gemini"),  # finance wins over Brave keywords
+        ("plain question", "brave-default"),
+    ],
+)
+def test_keyword_routing_on_word_boundaries(query: str, provider: str, tmp_path: Any) -> None:
+    settings = load_settings({"HOME": str(tmp_path)})
+    assert planner.route(query, settings) == provider.replace("-default", "")
+    settings = settings._replace(default_provider="gemini")
+    expected = "gemini" if provider.endswith("-default") else provider
+    assert planner.route(query, settings) == expected
+
+
+def test_configured_keyword_lists_replace_the_built_in_ones(env: Env) -> None:
+    env.write_config({"finance_keywords": ["crypto"], "brave_keywords": ["Space Weather"]})
+    s = env.settings()
+    assert planner.route("crypto prices", s) == "gemini"
+    assert planner.route("stock prices", s) == "brave"  # built-in list replaced
+    assert planner.route("space   weather alerts", s) == "brave"
+
+
+def test_tier_tables() -> None:
+    s = load_settings({"HOME": "/nonexistent"})
+    a = planner.plan("stock-analysis", "NSE open", s, planner.routed_provider("NSE open", s, None))
+    assert [(t.number, t.provider, t.engine, t.finance_blocked) for t in a] == [
+        (1, "gemini", None, False),
+        (2, "brave", None, False),
+        (3, "web_fetch", "duckduckgo", True),
+    ]
+    a2 = planner.plan("tech-news", "ai papers", s, planner.routed_provider("ai papers", s, None))
+    assert [(t.provider, t.finance_blocked) for t in a2] == [
+        ("brave", False),
+        ("gemini", False),
+        ("web_fetch", False),
+    ]
+    b = planner.plan("general", "NSE open", s, planner.routed_provider("NSE open", s, None))
+    assert [(t.number, t.provider, t.engine, t.finance_blocked) for t in b] == [
+        (1, "web_fetch", "google", False),
+        (2, "web_fetch", "bing", False),
+        (3, "gemini", None, False),
+        (4, "web_fetch", "duckduckgo", False),
+    ]
+    forced = planner.plan(
+        "stock-analysis", "NSE open", s, planner.routed_provider("NSE open", s, "brave")
+    )
+    assert [t.provider for t in forced] == ["brave", "gemini", "web_fetch"]
+    assert forced[2].finance_blocked  # force_provider changes the provider, not the strategy
+
+
