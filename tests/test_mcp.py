@@ -20,12 +20,12 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from fakes import FakeServer, Reply, fixture_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from smart_search import errors, http, mcp_server
 from tests.conftest import REPO, SCHEMAS, Env, _registry, assert_valid_result
+from tests.fakes import FakeServer, Reply, fixture_bytes
 from tests.test_contract import arg_objects, json_values
 
 BRAVE_PATH = "/res/v1/web/search"
