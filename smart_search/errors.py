@@ -283,3 +283,22 @@ def error_class(code: str) -> type[SearchError]:
             return cls
         pending.extend(cls.__subclasses__())
     return InternalError
+
+
+CANCELLED = "The call was cancelled by its caller."
+
+
+class Cancelled(BaseException):
+    """The caller cancelled the call (an MCP client's `notifications/cancelled`); raised by
+    `http.send` under a cancelled `http.CancelScope`.
+
+    Deliberately NOT a SearchError (it derives from BaseException, like KeyboardInterrupt): no
+    tier may catch it and walk on to the next tier, the breaker must not read it as an answer, and
+    the retry loop must not retry it. It unwinds the whole call; `tiers._api_tier`'s
+    `except BaseException` gives back the units it held on the way. It never becomes a result:
+    the MCP server drops the answer to a cancelled request, as the protocol asks.
+    """
+
+    def __init__(self, message: str = CANCELLED) -> None:
+        super().__init__(message)
+        self.message = message

@@ -17,12 +17,14 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import socket
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
@@ -88,7 +90,8 @@ def send(request: HttpRequest, *, deadline: float, request_timeout_s: float) -> 
     """Perform `request`, giving up at `min(now + request_timeout_s, deadline)` (monotonic).
 
     Raises errors.Timeout, errors.TransportFailure, errors.ParseError (body over the bound or
-    undecodable), errors.ConfigError (a key header bound for plain http off loopback, a bad URL).
+    undecodable), errors.ConfigError (a key header bound for plain http off loopback, a bad URL),
+    and errors.Cancelled (not a SearchError) when the context's `CancelScope` is cancelled first.
     """
     _refuse_clear_text_keys(request)
     budget = min(request_timeout_s, deadline - time.monotonic())
@@ -96,11 +99,21 @@ def send(request: HttpRequest, *, deadline: float, request_timeout_s: float) -> 
     if budget <= 0:
         raise errors.Timeout(f"No time left for the request to {host}.")
     exchange = _Exchange()
+    scope = _current_scope.get()
+    if scope is not None:
+        scope._enter(exchange)  # raises Cancelled when the caller already gave up
     worker = threading.Thread(
         target=exchange.run, args=(request, budget), name="smart-search-http", daemon=True
     )
-    worker.start()
-    if not exchange.done.wait(budget):
+    try:
+        worker.start()
+        answered = exchange.done.wait(budget)
+    finally:
+        if scope is not None:
+            scope._leave(exchange)
+    if exchange.cancelled:
+        raise errors.Cancelled()
+    if not answered:
         exchange.abandon()
         raise errors.Timeout(
             f"Request to {host} timed out after {budget:.1f} s.", sent=exchange.connected
@@ -152,14 +165,30 @@ class _Exchange:
         # A connection was made (TCP, and TLS where used): from here on the request may have
         # reached the server.
         self.connected = False
+        self.cancelled = False
 
     def run(self, request: HttpRequest, budget: float) -> None:
+        response: HttpResponse | None = None
+        error: BaseException | None = None
         try:
-            self.response = _perform(request, budget, self._on_trace, self._track)
+            response = _perform(request, budget, self._on_trace, self._track)
         except BaseException as exc:  # noqa: BLE001 - handed to send(); a thread must not print
-            self.error = exc
-        finally:
+            error = exc
+        with self._lock:
+            # Under the lock: an answer and a cancel() never both win (see cancel).
+            if not self.cancelled:
+                self.response, self.error = response, error
+                self.done.set()
+
+    def cancel(self) -> None:
+        """Give up on the exchange unless it already answered: its sockets are shut and `send`
+        raises Cancelled. An answer that came first stands (the provider charged for it)."""
+        with self._lock:
+            if self.done.is_set():
+                return
+            self.cancelled = True
             self.done.set()
+        self.abandon()
 
     def _on_trace(self, event: str, info: dict[str, Any]) -> None:
         # Through a proxy, httpx uses httpcore, which reports each new network stream (TCP, then
@@ -189,6 +218,57 @@ class _Exchange:
             sockets, self._sockets = self._sockets, []
         for sock in sockets:
             _shutdown(sock)
+
+
+class CancelScope:
+    """A caller's handle on the HTTP requests made on its behalf, wherever they are made.
+
+    The MCP server runs each tool call inside `cancel_scope(scope)`; `send` registers every
+    exchange it starts with the scope of its context. `cancel()` (from any thread) shuts the
+    sockets of the exchanges still waiting for an answer, so their `send` raises
+    `errors.Cancelled` at once, and any later `send` under the scope raises it before connecting.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._exchanges: set[_Exchange] = set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            exchanges = list(self._exchanges)
+        for exchange in exchanges:
+            exchange.cancel()
+
+    def _enter(self, exchange: _Exchange) -> None:
+        with self._lock:
+            if self._cancelled:
+                raise errors.Cancelled()
+            self._exchanges.add(exchange)
+
+    def _leave(self, exchange: _Exchange) -> None:
+        with self._lock:
+            self._exchanges.discard(exchange)
+
+
+_current_scope: contextvars.ContextVar[CancelScope | None] = contextvars.ContextVar(
+    "smart_search_http_cancel_scope", default=None
+)
+
+
+@contextmanager
+def cancel_scope(scope: CancelScope) -> Iterator[CancelScope]:
+    """Make `send` calls in this context (this thread) cancellable through `scope`."""
+    token = _current_scope.set(scope)
+    try:
+        yield scope
+    finally:
+        _current_scope.reset(token)
 
 
 def _shutdown(sock: socket.socket) -> None:

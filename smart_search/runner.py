@@ -9,6 +9,7 @@ goes to `<state_dir>/logs/internal-errors.log`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -21,8 +22,34 @@ MAX_INPUT_BYTES = 16 * 1024 * 1024
 
 def handle(raw: bytes, environ: Any = None, **options: Any) -> dict[str, Any]:
     """The whole contract as a function: request bytes → result object. Never raises."""
+    try:
+        if len(raw) > MAX_INPUT_BYTES:
+            raise InvalidInput("Input exceeds the 16 MiB limit.")
+        try:
+            request = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            # Valid JSON nested deeper than orjson's 1024 levels is not "invalid JSON".
+            message = NESTED_TOO_DEEP if "depth limit" in str(exc) else INVALID_JSON
+            raise InvalidInput(message) from None
+    except SearchError as err:
+        return _error(None, err)
+    return handle_request(request, environ, **options)
+
+
+def handle_request(
+    request: Any,
+    environ: Any = None,
+    *,
+    settings_loader: Callable[[], Any] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """`handle` after parsing: a decoded request object → result object. Never raises.
+
+    `settings_loader` replaces `load_settings(environ)`: the MCP server passes one that keeps the
+    parsed config until the file changes. Everything else is the CLI's path, byte for byte.
+    """
     holder: dict[str, Any] = {}
-    result = _handle(raw, environ, holder, options)
+    result = _handle(request, environ, holder, settings_loader, options)
     settings = holder.get("settings")
     if settings is not None:
         # The last gate before stdout: no configured key leaves in any string of the result.
@@ -33,18 +60,14 @@ def handle(raw: bytes, environ: Any = None, **options: Any) -> dict[str, Any]:
 
 
 def _handle(
-    raw: bytes, environ: Any, holder: dict[str, Any], options: dict[str, Any]
+    request: Any,
+    environ: Any,
+    holder: dict[str, Any],
+    settings_loader: Callable[[], Any] | None,
+    options: dict[str, Any],
 ) -> dict[str, Any]:
     tool: str | None = None
     try:
-        if len(raw) > MAX_INPUT_BYTES:
-            raise InvalidInput("Input exceeds the 16 MiB limit.")
-        try:
-            request = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            # Valid JSON nested deeper than orjson's 1024 levels is not "invalid JSON".
-            message = NESTED_TOO_DEEP if "depth limit" in str(exc) else INVALID_JSON
-            raise InvalidInput(message) from None
         try:
             contract.check("request.json", request)
             tool = request["tool"]
@@ -52,10 +75,14 @@ def _handle(
             contract.check(f"{tool}.args.json", args)
         except RecursionError:
             raise InvalidInput(NESTED_TOO_DEEP) from None
-        from .config import load_settings
         from .tools import call_tool
 
-        settings = load_settings(os.environ if environ is None else environ)
+        if settings_loader is None:
+            from .config import load_settings
+
+            settings = load_settings(os.environ if environ is None else environ)
+        else:
+            settings = settings_loader()
         holder["settings"] = settings
         return call_tool(tool, args, settings, **options)
     except SearchError as err:
