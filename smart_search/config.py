@@ -162,6 +162,11 @@ class Settings(NamedTuple):
     warnings: tuple[str, ...] = ()
     # The per-workspace state dir an earlier release used (merged once into this one), or None.
     legacy_state_dir: str | None = None
+    # Every config file read (the main file and its $includes): a long-running server re-reads
+    # the config when any of them changes.
+    config_files: tuple[str, ...] = ()
+    # The MCP server's agent_id for callers that omit it (`smart-search mcp --agent-id` wins).
+    mcp_agent_id: str | None = None
     # Deep search (issue 15): the unit budget of one deep call, rank-fusion weights per source,
     # extra tracking parameter names (a trailing `*` makes a prefix).
     deep_max_units: int = 2
@@ -177,7 +182,7 @@ def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> S
     env = os.environ if environ is None else environ
     path, explicit = _config_path(env)
     try:
-        root = _read_config(path, explicit, env)
+        root, files = _read_config_files(path, explicit, env)
         section, skill_env = _skill_section(root)
         section = _substitute(section, env, "")
         settings = _build(section, root, skill_env, env, path if root else None)
@@ -191,6 +196,7 @@ def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> S
     return settings._replace(
         warnings=warnings,
         legacy_state_dir=openclaw.legacy_ledger_dir(env, configured, settings.state_dir),
+        config_files=tuple(files),
     )
 
 
@@ -202,9 +208,15 @@ def _config_path(env: Any) -> tuple[str, bool]:
 
 def _read_config(path: str, explicit: bool, env: Any = None) -> dict[str, Any]:
     """The config object with OpenClaw's `$include`s followed; {} for a missing default file."""
+    return _read_config_files(path, explicit, env)[0]
+
+
+def _read_config_files(
+    path: str, explicit: bool, env: Any = None
+) -> tuple[dict[str, Any], list[str]]:
+    """The config object and every file read for it (the main file and its includes)."""
     location = openclaw.ConfigLocation(path, explicit, True, [])
-    root, _files = openclaw.load_config(location, os.environ if env is None else env)
-    return root
+    return openclaw.load_config(location, os.environ if env is None else env)
 
 
 def _parse_json5(raw: bytes) -> Any:
@@ -269,7 +281,7 @@ _KNOWN_KEYS = (
     "gemini_model", "default_provider", "strict_agents", "finance_keywords", "brave_keywords",
     "providers", "agent_allocations", "default_allocation", "endpoints", "state_dir", "timezone",
     "cache", "state_backend", "deep_max_units", "max_unconfigured_agents", "source_weights",
-    "tracking_params",
+    "tracking_params", "mcp_agent_id",
 )  # fmt: skip
 _KNOWN_PROVIDER_KEYS = (
     "daily_limit",
@@ -390,6 +402,15 @@ def _build(
         raise ConfigError('Config key "state_dir" must be a non-empty string.')
     values["state_dir"] = _state_dir(env, state_dir)
     values["state_backend"] = _state_backend(section)
+    mcp_agent = section.get("mcp_agent_id")
+    if mcp_agent is not None and (
+        not isinstance(mcp_agent, str) or not _AGENT_ID.fullmatch(mcp_agent) or len(mcp_agent) > 64
+    ):
+        raise ConfigError(
+            'Config key "mcp_agent_id" must be an agent id '
+            "(lowercase letters, digits and hyphens, at most 64 characters)."
+        )
+    values["mcp_agent_id"] = mcp_agent
     values["cache"] = _cache(section)
     tz = section.get("timezone")
     values["timezone"] = None if tz is None else _zone(tz, "timezone")

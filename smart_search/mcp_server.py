@@ -184,16 +184,25 @@ class Service:
     # Settings, re-read when the config file changes.
 
     def _config_stamp(self) -> tuple[Any, ...] | None:
-        # The one file load_settings reads. If config.py ever follows OpenClaw's `$include`,
-        # the included files' stamps belong here too.
+        """Every config file's identity: the main file OpenClaw's rules pick now, and each file
+        the last load read (its $includes). None (never cached) when the main file is missing."""
         from .config import _config_path
 
         path, _ = _config_path(self.environ)
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None  # no file (defaults) or unreadable (an error): not cached
-        return (path, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+        files = [path]
+        if self._cached is not None:
+            files += [f for f in self._cached[0].config_files if f != path]
+        stamp: list[Any] = []
+        for name in files:
+            try:
+                st = os.stat(name)
+            except OSError:
+                if name == path:
+                    return None  # no file (defaults) or unreadable (an error): not cached
+                stamp.append((name, None))  # an include that went away: reload to say so
+                continue
+            stamp.append((name, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
+        return tuple(stamp)
 
     def settings_and_agent(self) -> tuple[Any, str | None]:
         """`Settings` and the config's default agent id; raises ConfigError like load_settings."""
@@ -203,28 +212,17 @@ class Service:
                 return self._cached
         loaded = self._load()
         with self._lock:
+            # The stamp taken BEFORE loading: a change made meanwhile is seen next call. A load
+            # that found new $includes makes the next stamp longer, so it reloads once more.
             self._stamp, self._cached = stamp, loaded
         return loaded
 
     def _load(self) -> tuple[Any, str | None]:
-        from .config import _config_path, _read_config, _skill_section, load_settings
-        from .errors import ConfigError, SearchError
+        from .config import load_settings
 
         settings = load_settings(self.environ)
         self.loads += 1
-        agent = None
-        if settings.config_path:
-            section, _ = _skill_section(_read_config(*_config_path(self.environ)))
-            agent = section.get(CONFIG_AGENT_KEY)
-            if agent is not None:
-                try:
-                    contract.check("search_mark_agent_complete.args.json", {"agent_id": agent})
-                except SearchError:
-                    raise ConfigError(
-                        f'Config key "{CONFIG_AGENT_KEY}" must be an agent id '
-                        "(lowercase letters, digits and hyphens, at most 64 characters)."
-                    ) from None
-        return settings, agent
+        return settings, settings.mcp_agent_id
 
     def settings(self) -> Any:
         return self.settings_and_agent()[0]

@@ -488,6 +488,26 @@ def test_config_is_parsed_once_until_the_file_changes(env: Env, fake: FakeServer
     assert mcp_server.Service(env.environ, agent_id="flagged").default_agent() == "flagged"
 
 
+def test_a_change_in_an_included_file_is_picked_up_without_a_restart(env: Env) -> None:
+    """OpenClaw's `$include`: the server watches every file the config was read from."""
+    part = env.root / "smart-search.json5"
+    part.write_text('{config: {mcp_agent_id: "from-include"}}')
+    env.config_path.write_text(
+        json.dumps({"skills": {"entries": {"smart-search": {"$include": str(part.name)}}}})
+    )
+    service = mcp_server.Service(env.environ)
+    assert service.default_agent() == "from-include"
+    for _ in range(3):
+        service.call("search_quota_status", {})
+    loads = service.loads
+    part.write_text('{config: {mcp_agent_id: "changed-in-the-include"}}')
+    assert service.default_agent() == "changed-in-the-include"
+    assert service.loads == loads + 1
+    # Nothing changed since: no more parsing.
+    service.call("search_quota_status", {})
+    assert service.loads == loads + 1
+
+
 def test_a_bad_configured_default_is_a_config_error(env: Env, fake: FakeServer) -> None:
     configure(env, fake, mcp_agent_id="Not Valid")
     result = mcp_server.Service(env.environ).call("smart_search", {"query": "space"})
