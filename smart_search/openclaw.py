@@ -315,7 +315,7 @@ def load_config(location: ConfigLocation, env: Env) -> tuple[dict[str, Any], lis
         raise ConfigError(CANNOT_READ_CONFIG) from None
     root = parse_config_text(raw, CONFIG_FILENAME)
     files = [path]
-    if _has_include(root):
+    if b"$include" in raw and _has_include(root):
         resolver = _Includes(path, include_roots(env), files)
         root = resolver.process(root, os.path.normpath(os.path.abspath(path)), (), 0)
     if not isinstance(root, dict):
