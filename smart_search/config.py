@@ -188,7 +188,11 @@ def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> S
         section, skill_env = _skill_section(root)
         # Walking every string costs ~3 ms per 10,000 configured agents: skip it when the
         # section holds no `${` at all (one serialisation answers that).
-        if b"${" in orjson.dumps(section):
+        try:
+            has_variables = b"${" in orjson.dumps(section)
+        except orjson.JSONEncodeError:  # nested past orjson's depth: the walk reports it
+            has_variables = True
+        if has_variables:
             section = _substitute(section, env, "")
         settings = _build(section, root, skill_env, env, path if root else None)
     except RecursionError:
