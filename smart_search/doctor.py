@@ -98,6 +98,9 @@ def diagnose(env: Any) -> dict[str, Any]:
     report["breakers"] = _breakers(settings)
     for b in report["breakers"]:
         problems.append(f"{b['name']} circuit is {b['state']}")
+    report["cache"] = _cache(settings)
+    if report["cache"] and report["cache"]["config"].get("enabled") and not report["cache"]["ok"]:
+        problems.append(f"cache: {report['cache']['error']}")
     report["problems"] = problems
     report["healthy"] = not problems
     if problems:
@@ -214,6 +217,15 @@ def _ledger(settings: Any, problems: list[str]) -> dict[str, Any]:
     return out
 
 
+def _cache(settings: Any) -> dict[str, Any] | None:
+    """The result cache as `cache.cache_summary` sees it (read-only), or None without settings."""
+    if settings is None:
+        return None
+    from .cache import cache_summary
+
+    return cache_summary(settings)
+
+
 def _breakers(settings: Any) -> list[dict[str, Any]]:
     if settings is None:
         return []
@@ -284,6 +296,18 @@ def render(report: dict[str, Any]) -> str:
             )
     else:
         lines.append("Circuit breakers: none open")
+    cache = report.get("cache")
+    if cache is not None:
+        if not cache["config"].get("enabled"):
+            lines.append("Cache: off (cache.enabled is false)")
+        elif not cache["ok"]:
+            lines.append(f"Cache: UNUSABLE: {cache['error']} (searches run uncached)")
+        else:
+            lines.append(
+                f"Cache: {cache['entries']} entries, {cache['bytes']} bytes; today "
+                f"{cache['hits_today']} hits, {cache['misses_today']} misses, "
+                f"{cache['units_saved_today']} units saved"
+            )
     if report["unknown_keys"]:
         for u in report["unknown_keys"]:
             hint = f" (did you mean {u['nearest']}?)" if u["nearest"] else ""

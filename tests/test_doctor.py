@@ -186,3 +186,30 @@ def test_bad_arguments_exit_2(tmp_path: Path) -> None:
     assert (
         proc.returncode == 2 and proc.stdout == b"" and b"usage: smart-search doctor" in proc.stderr
     )
+
+
+def test_the_result_cache_is_shown(tmp_path: Path) -> None:
+    """Issue 11: doctor shows the cache: its size now and today's hits, misses and savings."""
+    import time
+
+    from smart_search.config import load_settings
+    from smart_search.store import CacheEntry
+    from smart_search.store.files import FileStore
+
+    path = write_config(tmp_path / "c" / "openclaw.json", healthy_doc())
+    environ = base_env(tmp_path, OPENCLAW_CONFIG_PATH=str(path))
+    environ["SMART_SEARCH_STATE_DIR"] = str(tmp_path / "ss")
+    settings = load_settings(environ)
+    store = FileStore(settings.state_dir, settings.lock_timeout_ms)
+    now = time.time()
+    store.cache_put("k", CacheEntry(b'{"answer": 1}', now, now + 600), max_entries=10,
+                    max_bytes=10_000)  # fmt: skip
+    proc = doctor(environ, "--json")
+    cache = json.loads(proc.stdout)["cache"]
+    assert cache["ok"] is True and (cache["entries"], cache["bytes"]) == (1, 13)
+    assert cache["hits_today"] == 0 and cache["config"]["enabled"] is True
+    text = doctor(environ).stdout.decode()
+    assert "Cache: 1 entries, 13 bytes; today 0 hits, 0 misses, 0 units saved" in text
+    write_config(path, {"skills": {"entries": {"smart-search": {"config": {
+        "cache": {"enabled": False}}}}}})  # fmt: skip
+    assert "Cache: off (cache.enabled is false)" in doctor(environ).stdout.decode()
