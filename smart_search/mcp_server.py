@@ -468,32 +468,14 @@ async def serve_http(service: Service, host: str, port: int) -> None:
 
 def install_hint() -> str:
     """What to run to get the SDK: the extra on this distribution's own name."""
-    name = _distribution_name()
+    from . import distribution_name
+
+    name = distribution_name()
     what = f"'{name}[mcp]'" if name else "mcp"
     return (
         "smart-search mcp needs the MCP Python SDK, which is not installed.\n"
         f"Install it with: pip install {what}\n"
     )
-
-
-def _distribution_name() -> str | None:
-    """The name this code is distributed under, written down only in pyproject.toml: read from
-    the source checkout's pyproject when there is one, else from the installed metadata."""
-    pyproject = os.path.join(os.path.dirname(os.path.dirname(__file__)), "pyproject.toml")
-    try:
-        import tomllib
-
-        with open(pyproject, "rb") as fh:
-            return str(tomllib.load(fh)["project"]["name"])
-    except (OSError, KeyError, ValueError):
-        pass
-    from importlib import metadata
-
-    try:
-        names = metadata.packages_distributions().get(__package__ or "smart_search", [])
-    except Exception:  # noqa: BLE001 - a broken site-packages must not hide the hint
-        names = []
-    return names[0] if names else None
 
 
 def parse_args(argv: list[str]) -> dict[str, Any]:

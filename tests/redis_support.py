@@ -23,7 +23,7 @@ import pytest
 NO_SERVER = "no redis-server binary on PATH (Debian: apt-get install redis-server)"
 
 
-NO_CLIENT = "the redis client is not installed (pip install 'smart-search[test]' or 'redis>=5')"
+NO_CLIENT = "the redis client is not installed (pip install -e '.[test]' or 'redis>=5')"
 
 
 def _unavailable(reason: str) -> None:

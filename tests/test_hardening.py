@@ -482,7 +482,9 @@ def test_a_real_write_failure_is_state_unwritable(env: Env) -> None:
     "RLIMIT_FSIZE test cover this path as root",
 )
 def test_a_read_only_state_directory_is_state_unwritable(env: Env) -> None:
-    Ledger(env.settings()).register("general")
+    written = Ledger(env.settings())  # a ledger file: one unit taken and given back
+    held, _ = written.reserve("general", "gemini")
+    written.refund("general", "gemini", held)
     before = ledger(env).read_bytes()
     os.chmod(env.state_dir, 0o500)
     try:

@@ -118,7 +118,7 @@ def test_missing_client_package_says_what_to_install(
     monkeypatch.setitem(sys.modules, "redis", None)  # as if not installed
     result = env.call("search_quota_status")
     assert result["error_code"] == "config_error"
-    assert "pip install 'smart-search[redis]'" in result["error"]
+    assert "pip install 'openclaw-smart-search[redis]'" in result["error"]
 
 
 IMPORTS = """

@@ -40,10 +40,14 @@ from . import DOCUMENTS, CacheEntry, Change, Document, T, export_documents
 if TYPE_CHECKING:
     from ..config import Settings
 
-INSTALL_HINT = (
-    'state_backend.kind is "redis" but the Redis client is not installed. '
-    "Install it with: pip install 'smart-search[redis]' (or: pip install 'redis>=5')."
-)
+def install_hint() -> str:
+    from .. import distribution_name
+
+    extra = f"'{distribution_name() or 'openclaw-smart-search'}[redis]'"
+    return (
+        'state_backend.kind is "redis" but the Redis client is not installed. '
+        f"Install it with: pip install {extra} (or: pip install 'redis>=5')."
+    )
 
 # How long a store that could not reach its server fails at once before trying it again.
 DOWN_FOR_S = 2.0
@@ -138,7 +142,7 @@ class RedisStore:
         try:
             import redis
         except ImportError:
-            raise ConfigError(INSTALL_HINT) from None
+            raise ConfigError(install_hint()) from None
         backend = settings.state_backend
         self.url: str = backend["url"]
         self.prefix: str = backend.get("prefix", "smart-search")
