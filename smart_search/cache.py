@@ -200,13 +200,17 @@ class Flight:
             pass
 
     def _put(self, key: str, attempt: Attempt, answer: Outcome) -> None:
+        from .scrub import scrub, settings_secrets
+
         now = time.time()
+        # A provider that echoes a key back in its answer must not put it on disk (or in Redis).
+        secrets = settings_secrets(self.settings)
         value = orjson.dumps(
             {
                 "provider": answer.provider_used,
                 "engine": answer.engine,
-                "results": answer.results,
-                "citations": answer.citations,
+                "results": scrub(answer.results, secrets),
+                "citations": scrub(answer.citations, secrets),
                 "units": attempt.units,
             }
         )

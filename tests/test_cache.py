@@ -590,3 +590,22 @@ def test_search_filters_are_part_of_the_key(env: Env, fake: FakeServer) -> None:
     assert env.call("smart_search", {**base, "freshness": "week"})["cached"] is True
     assert env.call("smart_search", {**base, "count": 3})["cached"] is False
     assert len(fake.requests_to(BRAVE_PATH)) == 3
+
+
+def test_a_key_a_provider_echoes_never_reaches_the_cache_file(env: Env, fake: FakeServer) -> None:
+    """Nothing smart-search writes holds an API key, even when the provider echoes it back: the
+    cached answer is scrubbed before it is stored, so a hit cannot replay it either."""
+    configure(env, fake)
+    key = "SENTINEL-BRAVE-KEY-cache-3f9a71"
+    env.environ["BRAVE_API_KEY"] = key
+    data: Any = fixture_json("brave-ok.json")
+    data["web"]["results"][0]["description"] = f"your token is {key}, keep it safe"
+    fake.route(BRAVE_PATH, Reply(200, json=data))
+    first = search(env)
+    assert first["cached"] is False and key not in json.dumps(first)
+    hit = search(env)
+    assert hit["cached"] is True and key not in json.dumps(hit)
+    assert "[redacted]" in hit["results"][0]["snippet"]
+    for path in env.state_dir.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
