@@ -9,14 +9,17 @@ from __future__ import annotations
 import sys
 
 USAGE = """usage: smart-search < call.json
-       smart-search search QUERY --agent-id ID [--provider gemini|brave]
+       smart-search search QUERY --agent-id ID [--provider gemini|brave] [--fresh]
+                    [--mode first|deep] [--count N] [--freshness day|week|month|year]
+                    [--country CC] [--language LL]
        smart-search quota [--agent-id ID]
        smart-search complete --agent-id ID
        smart-search doctor [--json]
-       smart-search report [--days N | --since DATE --until DATE] [--agent ID] [--json]
-       smart-search cache clear
-       smart-search state export | import FILE
-       smart-search mcp [--http HOST:PORT] [--agent-id ID]
+       smart-search report [--days N | --since DATE [--until DATE]] [--agent ID] [--json]
+                    [--html FILE] [--state-dir DIR]
+       smart-search cache clear [--json]
+       smart-search state export | import [--add] FILE
+       smart-search mcp [--http [HOST:]PORT] [--agent-id ID]
 
 Reads ONE JSON object {"tool": "<name>", "args": {...}} from stdin and prints ONE JSON object.
 Tools: smart_search, search_quota_status, search_mark_agent_complete.

@@ -20,8 +20,9 @@ from typing import Any
 
 USAGES = {
     "search": (
-        "smart-search search QUERY --agent-id ID [--provider gemini|brave] [--mode first|deep]"
-        " [--count N] [--freshness day|week|month|year] [--country CC] [--language LL]"
+        "smart-search search QUERY --agent-id ID [--provider gemini|brave] [--fresh]"
+        " [--mode first|deep] [--count N] [--freshness day|week|month|year] [--country CC]"
+        " [--language LL]"
     ),
     "quota": "smart-search quota [--agent-id ID]",
     "complete": "smart-search complete --agent-id ID",
@@ -58,6 +59,8 @@ def _search_parser() -> _Parser:
     for name in ("mode", "freshness", "country", "language"):
         parser.add_argument(f"--{name}", dest=name)
     parser.add_argument("--count", dest="count", type=_count)
+    # The cache bypass (issue 11): `fresh: true`; absent means the cache may answer.
+    parser.add_argument("--fresh", dest="fresh", action="store_const", const=True)
     return parser
 
 
@@ -77,8 +80,8 @@ COMMANDS = {
     "search": (
         "smart_search",
         _search_parser,
-        ("query", "agent_id", "force_provider", "mode", "count", "freshness", "country",
-         "language"),
+        ("query", "agent_id", "force_provider", "fresh", "mode", "count", "freshness",
+         "country", "language"),
     ),
     "quota": ("search_quota_status", lambda: _agent_parser("quota"), ("agent_id",)),
     "complete": ("search_mark_agent_complete", lambda: _agent_parser("complete"), ("agent_id",)),

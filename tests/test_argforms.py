@@ -60,6 +60,7 @@ CASES = [
         {"query": "q", "agent_id": "a", "force_provider": "bing"},
     ),
     (["search", "x" * 1001, "--agent-id", "a"], {"query": "x" * 1001, "agent_id": "a"}),
+    (["search", "", "--agent-id", "a", "--fresh"], {"query": "", "agent_id": "a", "fresh": True}),
     (["quota"], {}),
     (["quota", "--agent-id", "ghost"], {"agent_id": "ghost"}),
     (["quota", "--agent-id", "general"], {"agent_id": "general"}),
@@ -165,3 +166,15 @@ def test_skill_md_argument_examples_are_valid_requests() -> None:
         tools.add(request["tool"])
     assert tools == {"smart_search", "search_quota_status", "search_mark_agent_complete"}
     assert "<<" not in "\n".join(lines + inline)
+
+
+def test_fresh_maps_to_the_cache_bypass() -> None:
+    from smart_search.argforms import build_request
+
+    request = build_request("search", ["nasa news", "--agent-id", "cron", "--fresh"])
+    assert request == {
+        "tool": "smart_search",
+        "args": {"query": "nasa news", "agent_id": "cron", "fresh": True},
+    }
+    plain = build_request("search", ["nasa news", "--agent-id", "cron"])
+    assert plain is not None and "fresh" not in plain["args"]
