@@ -295,10 +295,13 @@ class Cancelled(BaseException):
     Deliberately NOT a SearchError (it derives from BaseException, like KeyboardInterrupt): no
     tier may catch it and walk on to the next tier, the breaker must not read it as an answer, and
     the retry loop must not retry it. It unwinds the whole call; `tiers._api_tier`'s
-    `except BaseException` gives back the units it held on the way. It never becomes a result:
+    `except BaseException` gives back the hold of a request that never left (`sent` False) and
+    keeps the worst case of one that may have reached the provider. It never becomes a result:
     the MCP server drops the answer to a cancelled request, as the protocol asks.
     """
 
-    def __init__(self, message: str = CANCELLED) -> None:
+    def __init__(self, message: str = CANCELLED, *, sent: bool = False) -> None:
         super().__init__(message)
         self.message = message
+        # A connection was made before the cancel: the provider may have billed the request.
+        self.sent = sent

@@ -112,7 +112,7 @@ def send(request: HttpRequest, *, deadline: float, request_timeout_s: float) -> 
         if scope is not None:
             scope._leave(exchange)
     if exchange.cancelled:
-        raise errors.Cancelled()
+        raise errors.Cancelled(sent=exchange.connected)
     if not answered:
         exchange.abandon()
         raise errors.Timeout(

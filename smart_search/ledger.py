@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 QUOTA_DOC = "quota"
 QUOTA_FILE = "search-quota.json"
+# A hold counts as in flight until its call's total_timeout_ms has passed, plus this much: a
+# call ends by its deadline, so a hold still there after it belongs to a process that died.
+HOLD_GRACE_S = 60.0
 
 Document = dict[str, Any]
 
@@ -113,7 +116,7 @@ class Ledger:
     def full_status(self) -> dict[str, Any]:
         now = self.clock()
         doc = self._current(self.store.read(QUOTA_DOC), now)
-        status = quota.full_status(doc, self.ceilings)
+        status = quota.full_status(doc, self.ceilings, now)
         status["windows"] = {p: self._window_status(doc, p, now) for p in PROVIDERS}
         return status
 
@@ -151,19 +154,26 @@ class Ledger:
         }
 
     # -- changes -------------------------------------------------------------------------------
-    def reserve(self, agent_id: str, provider: str) -> tuple[quota.Reservation, int]:
-        """Take one unit; returns (the reservation, queries_remaining after it).
+    def reserve(self, agent_id: str, provider: str) -> tuple[quota.Hold, int]:
+        """Hold the call's worst case (`max_units_per_call`) in every window and from the
+        sources in order, in one atomic step; returns (the hold, queries_remaining after it).
 
-        Raises QuotaExhausted (no unit in any source or window, or the provider said it is
-        exhausted) or UnknownAgent (past the cap of unconfigured agents)."""
+        Raises QuotaExhausted (the worst case does not fit a window or the sources, or the
+        provider said it is exhausted) or UnknownAgent (past the cap of unconfigured agents)."""
+        import os
 
-        def change(raw: Document | None) -> tuple[Document, tuple[quota.Reservation, int]]:
+        hold_id = os.urandom(8).hex()
+        lifetime = self.settings.total_timeout_ms / 1000 + HOLD_GRACE_S
+
+        def change(raw: Document | None) -> tuple[Document, tuple[quota.Hold, int]]:
             now = self.clock()
             doc = self._current(raw, now)
-            source = quota.reserve(doc, self.ceilings, agent_id, provider, now)
-            held = quota.reservation(doc, provider, source)
-            left = quota.queries_remaining(doc, self.ceilings, agent_id, provider, source)
-            return doc, (held, left)
+            quota.drop_stale_holds(doc, provider, now)
+            hold = quota.reserve(
+                doc, self.ceilings, agent_id, provider, now, hold_id=hold_id, until=now + lifetime
+            )
+            left = quota.queries_remaining(doc, self.ceilings, agent_id, provider, hold.source)
+            return doc, (hold, left)
 
         return self.store.update(QUOTA_DOC, change)
 
@@ -171,33 +181,35 @@ class Ledger:
         self,
         agent_id: str,
         provider: str,
-        held: list[quota.Reservation],
-        charged: int,
+        charges: list[tuple[quota.Hold, int]],
         observation: dict[str, Any] | None = None,
     ) -> int | None:
-        """Make the units `held` the real charge, and record what the provider reported, in one
-        step. `observation`: `remaining`/`limit` (its monthly window) and/or `exhausted` ("day"
-        or "month": the provider said so; no request goes to it before that window resets).
-        Returns queries_remaining afterwards, or None when nothing had to change."""
-        if not held or (charged == len(held) and not observation):
+        """Settle each hold to what was really billed against it, and record what the provider
+        reported, in one atomic step. `observation`: `remaining`/`limit` (its monthly window)
+        and/or `exhausted` ("day" or "month": the provider said so; no request goes to it
+        before that window resets). Returns queries_remaining afterwards, or None when there
+        was nothing to settle."""
+        if not charges:
             return None
 
         def change(raw: Document | None) -> tuple[Document | None, int]:
             now = self.clock()
             doc = self._current(raw, now)
-            changed = quota.settle(doc, agent_id, provider, held, charged)
+            changed = False
+            for hold, charged in charges:
+                changed = quota.settle(doc, agent_id, provider, hold, charged) or changed
             if observation:
                 self._observe(doc, provider, observation, now)
                 changed = True
-            source = held[-1].source
+            source = charges[0][0].source
             left = quota.queries_remaining(doc, self.ceilings, agent_id, provider, source)
             return (doc if changed else None), left
 
         return self.store.update(QUOTA_DOC, change)
 
-    def refund(self, agent_id: str, provider: str, held: quota.Reservation) -> None:
-        """Give back one unit nothing was billed for."""
-        self.settle(agent_id, provider, [held], 0)
+    def refund(self, agent_id: str, provider: str, hold: quota.Hold) -> None:
+        """Give back a whole hold nothing was billed for."""
+        self.settle(agent_id, provider, [(hold, 0)])
 
     def complete(self, agent_id: str) -> dict[str, int]:
         """Mark the agent complete and release its unused allocation to the pool."""

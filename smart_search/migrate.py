@@ -191,6 +191,7 @@ def checked(doc: Document, path: str) -> Document:
             ok = ok and isinstance(window["day"], str) and isinstance(window["month"], str)
             ok = ok and is_count(window["day_used"]) and is_count(window["month_used"])
             ok = ok and _optional_time(window["exhausted_until"])
+            ok = ok and _holds_ok(window.get("holds", {}))
             reported = window["reported"]
             if reported is not None:
                 ok = ok and is_count(reported["remaining"]) and is_count(reported["used_at_seen"])
@@ -201,6 +202,25 @@ def checked(doc: Document, path: str) -> Document:
     if not ok:
         raise corrupt(path, "unexpected structure")
     return doc
+
+
+# Calls in flight at once: far more than any install runs, few enough to bound the document.
+MAX_HOLDS = 100_000
+
+
+def _holds_ok(holds: Any) -> bool:
+    """Calls in flight (`quota.Hold`): each id names its agent, units held and an end time."""
+    if not isinstance(holds, dict) or len(holds) > MAX_HOLDS:
+        return False
+    return all(
+        isinstance(key, str)
+        and isinstance(h, dict)
+        and isinstance(h.get("agent"), str)
+        and is_count(h.get("units"))
+        and h.get("until") is not None
+        and _optional_time(h["until"])
+        for key, h in holds.items()
+    )
 
 
 def _optional_time(value: Any) -> bool:

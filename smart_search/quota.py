@@ -15,7 +15,10 @@ Document layout:
                      "month": "YYYY-MM", "month_used": n,
                      "reported": null | {"remaining": n, "limit": n | null, "seen_at": t,
                                          "used_at_seen": n, "month": "YYYY-MM"},
-                     "exhausted_until": null | t, "exhausted_why": null | text}}}
+                     "exhausted_until": null | t, "exhausted_why": null | text,
+                     "holds": {id: {"agent": id, "units": n, "until": t}}}}}
+                     # calls in flight: their worst case, held until they settle (optional key;
+                     # a hold past `until` is no longer in flight and is dropped at a write)
 
 Two kinds of window, each on its own clock:
 - the agents' day (`timezone`): allocations, the shared pool and provider-direct headroom;
@@ -27,9 +30,14 @@ Per provider p, with L the daily limit, M the monthly limit, A the allocations o
 - shared pool: released by completed agents - used from the pool;
 - provider direct: L - A - used directly today;
 - and above all three, the window headroom: min(L - day_used, M - month_used, what the provider
-  last reported as remaining less what we spent since), which must hold the most one call may
-  bill (`max_units_per_call`), and nothing while an exhaustion mark the provider gave us is in
-  force.
+  last reported as remaining less what we spent since), and nothing while an exhaustion mark the
+  provider gave us is in force.
+
+Worst case (RULINGS §4): a call holds the most it may bill (`max_units_per_call`, W) before its
+request leaves: W in every window, and W taken from the sources in order (allocation, then pool,
+then direct), each capped. Sources that cannot hold W between them refuse the call. The answer
+settles the hold to the truth: units not billed go back in the reverse order (direct first, the
+allocation last). A hold nobody settles (the process died) stays charged its worst case.
 
 Top-level keys differ from the first version's (`providers`), so an older smart-search reading
 this file refuses it as corrupt instead of mistaking it for a predecessor's and resetting it.
@@ -103,14 +111,36 @@ class Ceilings:
         )
 
 
-class Reservation(NamedTuple):
-    """One reserved unit and the windows it was counted in (so a late settle never touches a
-    window that has since rolled over)."""
+class Hold(NamedTuple):
+    """A call's worst case, taken from its sources in order, and the windows it was counted in
+    (so a late settle never touches a window that has since rolled over)."""
 
-    source: str
+    id: str
+    parts: tuple[tuple[str, int], ...]  # (source, units), in the order taken; every units > 0
     date: str
     day: str
     month: str
+
+    @property
+    def units(self) -> int:
+        return sum(n for _, n in self.parts)
+
+    @property
+    def source(self) -> str:
+        """The source of the first unit (`quota_source`)."""
+        return self.parts[0][0]
+
+    def by_source(self, charged: int) -> dict[str, int]:
+        """How many of `charged` units came from each source (`quota_source` names): refunds
+        go back last-taken first, so the charge keeps the first-taken units."""
+        out: dict[str, int] = {}
+        left = charged
+        for i, (source, n) in enumerate(self.parts):
+            take = left if i == len(self.parts) - 1 else min(left, n)
+            if take > 0:
+                out[SOURCE_NAMES[source]] = take
+            left -= take
+        return out
 
 
 class Windows(NamedTuple):
@@ -129,7 +159,34 @@ def new_window() -> dict[str, Any]:
         "reported": None,
         "exhausted_until": None,
         "exhausted_why": None,
+        "holds": {},
     }
+
+
+def worst_case(c: Ceilings, provider: str) -> int:
+    """The most one call may bill (`max_units_per_call`, at least 1): what a call holds."""
+    return max(1, c.max_units_per_call.get(provider, 1))
+
+
+def holds(doc: Document, provider: str) -> dict[str, Any]:
+    return doc["windows"][provider].setdefault("holds", {})
+
+
+def in_flight(doc: Document, provider: str, now: float | None, agent_id: str | None = None) -> int:
+    """Units held right now by calls in flight (holds not yet settled nor past their time)."""
+    return sum(
+        h["units"]
+        for h in doc["windows"][provider].get("holds", {}).values()
+        if (now is None or h["until"] > now) and (agent_id is None or h["agent"] == agent_id)
+    )
+
+
+def drop_stale_holds(doc: Document, provider: str, now: float) -> None:
+    """Forget holds past their time: their calls ended long ago or died. Their units stay
+    charged (a dead call's worst case); they are only no longer shown as in flight."""
+    held = holds(doc, provider)
+    for key in [k for k, h in held.items() if h["until"] <= now]:
+        del held[key]
 
 
 def new_day(date: str, windows: dict[str, Any] | None = None) -> Document:
@@ -254,20 +311,35 @@ def exhausted(doc: Document, provider: str, now: float | None) -> bool:
     return until is not None and now is not None and now < until
 
 
+def take_sources(
+    doc: Document, c: Ceilings, agent_id: str, provider: str, need: int
+) -> tuple[tuple[str, int], ...] | None:
+    """`need` units from the sources in order (allocation, pool, direct), each capped by what
+    it has left; None when they cannot hold `need` between them."""
+    parts = []
+    left = need
+    for source, available in (
+        ("allocation", allocation_remaining(doc, c, agent_id, provider)),
+        ("pool", pool_remaining(doc, provider)),
+        ("direct", direct_headroom(doc, c, provider)),
+    ):
+        take = min(left, available)
+        if take > 0:
+            parts.append((source, take))
+            left -= take
+    return tuple(parts) if left == 0 else None
+
+
 def pick_source(
     doc: Document, c: Ceilings, agent_id: str, provider: str, now: float | None = None
 ) -> str | None:
-    """The first source with a unit for this agent, or None. The windows cap them all."""
-    margin = max(1, c.max_units_per_call.get(provider, 1))
-    if exhausted(doc, provider, now) or window_headroom(doc, c, provider) < margin:
+    """The source of the first unit a call would take now, or None when the call's worst case
+    does not fit every window and the sources between them."""
+    need = worst_case(c, provider)
+    if exhausted(doc, provider, now) or window_headroom(doc, c, provider) < need:
         return None
-    if allocation_remaining(doc, c, agent_id, provider) > 0:
-        return "allocation"
-    if pool_remaining(doc, provider) > 0:
-        return "pool"
-    if direct_headroom(doc, c, provider) > 0:
-        return "direct"
-    return None
+    parts = take_sources(doc, c, agent_id, provider, need)
+    return None if parts is None else parts[0][0]
 
 
 def exhausted_message(doc: Document, c: Ceilings, provider: str, now: float | None) -> str:
@@ -294,66 +366,81 @@ def _charge(doc: Document, agent_id: str, provider: str, source: str, units: int
 
 
 def reserve(
-    doc: Document, c: Ceilings, agent_id: str, provider: str, now: float | None = None
-) -> str:
-    """Take one unit for `agent_id` from `provider` (mutates doc); returns the source."""
-    source = pick_source(doc, c, agent_id, provider, now)
-    if source is None:
+    doc: Document,
+    c: Ceilings,
+    agent_id: str,
+    provider: str,
+    now: float | None = None,
+    *,
+    hold_id: str = "",
+    until: float | None = None,
+) -> Hold:
+    """Hold the call's worst case for `agent_id` at `provider` (mutates doc): in every window,
+    from the sources in order. Raises QuotaExhausted when it does not fit, UnknownAgent past
+    the cap of unconfigured agents. `until`: when the hold stops counting as in flight."""
+    need = worst_case(c, provider)
+    if pick_source(doc, c, agent_id, provider, now) is None:
         raise QuotaExhausted(exhausted_message(doc, c, provider, now))
     ensure_agent(doc, c, agent_id)
-    _charge(doc, agent_id, provider, source, 1)
-    return source
-
-
-def reservation(doc: Document, provider: str, source: str) -> Reservation:
+    # Registering an unconfigured agent sets its default allocation aside from direct headroom:
+    # take the sources again as they stand now.
+    parts = take_sources(doc, c, agent_id, provider, need)
+    if parts is None:
+        raise QuotaExhausted(exhausted_message(doc, c, provider, now))
+    for source, units in parts:
+        _charge(doc, agent_id, provider, source, units)
+    if until is not None:
+        holds(doc, provider)[hold_id] = {"agent": agent_id, "units": need, "until": until}
     window = doc["windows"][provider]
-    return Reservation(source, doc["date"], window["day"], window["month"])
+    return Hold(hold_id, parts, doc["date"], window["day"], window["month"])
 
 
-def settle(
-    doc: Document, agent_id: str, provider: str, held: list[Reservation], charged: int
-) -> bool:
-    """Turn the units `held` into the real charge (mutates doc); True when anything changed.
+def settle(doc: Document, agent_id: str, provider: str, hold: Hold, charged: int) -> bool:
+    """Turn `hold` into the real charge (mutates doc); True when anything changed.
 
-    Fewer units than held: the last ones are given back to their sources. More (Gemini ran three
-    search queries for one prompt): the extra is charged to the last unit's source, even past an
-    allocation or a window: the provider has already billed it. A unit whose window has rolled
-    over since it was taken belongs to a reset counter and is left alone.
+    Fewer units than held: the difference goes back to its sources in the reverse order they
+    were taken (direct first, the allocation last); a completed agent's allocation unit goes on
+    to the pool it released. More (the provider billed past `max_units_per_call`, a config
+    mistake): the extra is charged to the last source and the windows, even past a cap: the
+    provider has already billed it. A unit whose window has rolled over since it was taken
+    belongs to a reset counter and is left alone.
     """
-    if not held or charged == len(held):
-        return False
-    record = doc["agents"].get(agent_id)
-    window = doc["windows"][provider]
-    changed = False
-    if charged > len(held):
-        last = held[-1]
-        if record is not None and last.date == doc["date"]:
-            record[provider][last.source] += charged - len(held)
-            changed = True
-        if last.day == window["day"]:
-            window["day_used"] += charged - len(held)
-            changed = True
-        if last.month == window["month"]:
-            window["month_used"] += charged - len(held)
-            changed = True
+    changed = doc["windows"][provider].get("holds", {}).pop(hold.id, None) is not None
+    if charged == hold.units:
         return changed
-    for unit in held[charged:]:
-        if record is not None and unit.date == doc["date"] and record[provider][unit.source] > 0:
-            record[provider][unit.source] -= 1
-            changed = True
-        if unit.day == window["day"] and window["day_used"] > 0:
-            window["day_used"] -= 1
-            changed = True
-        if unit.month == window["month"] and window["month_used"] > 0:
-            window["month_used"] -= 1
-            changed = True
-    return changed
+    record = doc["agents"].get(agent_id)
+    today = record is not None and hold.date == doc["date"]
+    if charged > hold.units:
+        extra = charged - hold.units
+        if today:
+            record[provider][hold.parts[-1][0]] += extra
+        _count_in_windows(doc, provider, hold, extra)
+        return True
+    back = hold.units - charged
+    for source, units in reversed(hold.parts):
+        give = min(back, units)
+        back -= give
+        if today and give:
+            give_here = min(give, record[provider][source])
+            record[provider][source] -= give_here
+            if source == "allocation" and record["completed"]:
+                record["released"][provider] += give_here
+        _count_in_windows(doc, provider, hold, -give)
+    return True
 
 
-def refund(doc: Document, agent_id: str, provider: str, source: str) -> bool:
-    """Give back one unit taken today from `source`; False when there is nothing to give back
-    (the day rolled over in between, so the unit belongs to a reset counter)."""
-    return settle(doc, agent_id, provider, [reservation(doc, provider, source)], 0)
+def _count_in_windows(doc: Document, provider: str, hold: Hold, units: int) -> None:
+    window = doc["windows"][provider]
+    if hold.day == window["day"]:
+        window["day_used"] = max(0, window["day_used"] + units)
+    if hold.month == window["month"]:
+        window["month_used"] = max(0, window["month_used"] + units)
+
+
+def refund(doc: Document, agent_id: str, provider: str, hold: Hold) -> bool:
+    """Give back a whole hold nothing was billed for; False when there was nothing to give back
+    (the windows rolled over in between, so its units belong to reset counters)."""
+    return settle(doc, agent_id, provider, hold, 0)
 
 
 def observe(
@@ -371,11 +458,13 @@ def observe(
     more never raises our limit (headroom is the smaller of the two)."""
     window = doc["windows"][provider]
     if remaining is not None:
+        # Other calls' holds may not have reached the provider when it answered: count them as
+        # not yet in its figure, so what they settle to still counts down from it.
         window["reported"] = {
             "remaining": max(0, remaining),
             "limit": limit,
             "seen_at": now,
-            "used_at_seen": window["month_used"],
+            "used_at_seen": max(0, window["month_used"] - in_flight(doc, provider, now)),
             "month": window["month"],
         }
     if exhausted_until is not None and exhausted_until > now:
@@ -415,8 +504,11 @@ def agent_status(doc: Document, c: Ceilings, agent_id: str) -> dict[str, Any]:
     return status
 
 
-def provider_totals(doc: Document, c: Ceilings, provider: str) -> dict[str, Any]:
-    """The spec's per-provider totals (agents' day) for the full status object."""
+def provider_totals(
+    doc: Document, c: Ceilings, provider: str, now: float | None = None
+) -> dict[str, Any]:
+    """The spec's per-provider totals (agents' day) for the full status object, and the units
+    held right now by calls in flight (already counted in `used`)."""
     return {
         "daily_limit": c.daily_limits[provider],
         "used": total_used(doc, provider),
@@ -424,11 +516,12 @@ def provider_totals(doc: Document, c: Ceilings, provider: str) -> dict[str, Any]
         "allocated": allocated_total(doc, c, provider),
         "shared_pool": pool_remaining(doc, provider),
         "direct_headroom": direct_headroom(doc, c, provider),
+        "in_flight": in_flight(doc, provider, now),
     }
 
 
-def full_status(doc: Document, c: Ceilings) -> dict[str, Any]:
-    providers = {p: provider_totals(doc, c, p) for p in PROVIDERS}
+def full_status(doc: Document, c: Ceilings, now: float | None = None) -> dict[str, Any]:
+    providers = {p: provider_totals(doc, c, p, now) for p in PROVIDERS}
     agents = {a: agent_status(doc, c, a) for a in c.known_agents(doc)}
     for status in agents.values():
         del status["agent_id"]

@@ -7,9 +7,10 @@ state trouble (`StateError`: spending blind is never safe).
 
 API tier: no key → skipped (not_configured); breaker open → skipped (circuit_open); no unit in
 any source or window, or the provider told us it is exhausted → skipped (quota_exhausted).
-Otherwise one unit is reserved before the request, a retry after an attempt that may have been
-billed reserves another, and afterwards the ledger is settled to what the provider really billed
-(`ProviderCall.units`), together with anything it reported about our quota.
+Otherwise the call's worst case (`max_units_per_call`) is held before the request (RULINGS §4),
+a retry after an attempt that may have been billed holds another, and afterwards each hold is
+settled to what the provider really billed (`ProviderCall.units`), together with anything it
+reported about our quota, in one step.
 
 web_fetch tier: a finance query in Strategy A → skipped (finance_blocked); breaker; pacing; one
 request. Answers pass the sanitizer here, as each tier answers, so an all-junk answer fails its
@@ -34,6 +35,7 @@ from .errors import (
     PROVIDER_LABELS,
     WEB_FETCH_WARNING,
     AllExhausted,
+    Cancelled,
     FinanceBlocked,
     NoResults,
     NotConfigured,
@@ -152,6 +154,7 @@ class Attempt(NamedTuple):
     attempt_latencies_ms: list[float]
     quota_source: str | None
     units: int
+    units_by_source: dict[str, int] = {}  # of `units`, per quota_source name; never mutated
 
     def as_dict(self) -> dict[str, Any]:
         return self._asdict()
@@ -183,6 +186,7 @@ def _record(
     latencies: list[float] | None = None,
     quota_source: str | None = None,
     units: int = 0,
+    units_by_source: dict[str, int] | None = None,
 ) -> Attempt:
     return Attempt(
         tier=tier.number,
@@ -197,6 +201,7 @@ def _record(
         attempt_latencies_ms=list(latencies or []),
         quota_source=quota_source,
         units=units,
+        units_by_source=units_by_source or {},
     )
 
 
@@ -249,17 +254,17 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
         raise
     except SearchError as err:
         return _record(tier, started, "skipped", err), None
-    held = [first]
+    held = _Holds(first)
 
     def may_retry(billed: int) -> bool:
-        """A retry after an attempt that may have been billed needs a unit of its own."""
-        if billed < len(held):
-            return True
+        """A retry after an attempt that may have been billed needs a worst case of its own."""
+        if billed == held.starts[-1]:
+            return True  # the last attempt billed nothing: its hold covers the next one
         try:
-            unit, _ = run.ledger.reserve(run.agent_id, provider)
+            hold, _ = run.ledger.reserve(run.agent_id, provider)
         except QuotaExhausted:
             return False
-        held.append(unit)
+        held.add(hold, billed)
         return True
 
     try:
@@ -267,12 +272,15 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
             provider, run.api_query[provider], run.settings, run.deadline, may_retry,
             **filter_kwargs(run),
         )
-    except BaseException:
-        # A bug in a client, or a cancelled call: give back every unit not known to be billed
-        # (nothing is known), then let the runner report it.
-        run.ledger.settle(run.agent_id, provider, held, 0)
+    except BaseException as exc:
+        # Cancelled, or a bug in a client: the attempt in progress keeps its worst case unless
+        # its request certainly never left; earlier attempts' holds are settled as billed.
+        sent = not isinstance(exc, Cancelled) or exc.sent
+        run.ledger.settle(run.agent_id, provider, held.charges(None if sent else 0))
         raise
-    settled = run.ledger.settle(run.agent_id, provider, held, call.units, call.observation)
+    settled = run.ledger.settle(
+        run.agent_id, provider, held.charges(call.units - held.starts[-1]), call.observation
+    )
     if settled is not None:
         remaining = settled
     run.breaker.record(provider, call.error)
@@ -283,6 +291,7 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
         "latencies": call.attempt_latencies_ms,
         "quota_source": source,
         "units": call.units,
+        "units_by_source": held.by_source(call.units - held.starts[-1]),
     }
     if call.error is not None:
         return _record(tier, started, "failed", call.error, **telemetry), None
@@ -308,6 +317,36 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
         warning=run.api_warnings[provider],
         cacheable=call.answer.complete,
     )
+
+
+class _Holds:
+    """The holds one API tier took, each a worst case: the first before the request, another
+    before each retry that follows an attempt that may have been billed. `starts[i]`: units
+    billed before hold i took over, so hold i's truth is what was billed while it was current."""
+
+    def __init__(self, first: quota.Hold) -> None:
+        self.holds = [first]
+        self.starts = [0]
+
+    def add(self, hold: quota.Hold, billed: int) -> None:
+        self.holds.append(hold)
+        self.starts.append(billed)
+
+    def charges(self, last: int | None) -> list[tuple[quota.Hold, int]]:
+        """Each hold with what it is settled to; the current one to `last` (None: kept whole,
+        its worst case)."""
+        ends = [*self.starts[1:]]
+        out = [(h, ends[i] - self.starts[i]) for i, h in enumerate(self.holds[:-1])]
+        current = self.holds[-1]
+        out.append((current, current.units if last is None else last))
+        return out
+
+    def by_source(self, last: int) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for hold, charged in self.charges(last):
+            for name, units in hold.by_source(charged).items():
+                total[name] = total.get(name, 0) + units
+        return total
 
 
 def _web_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | None]:

@@ -151,6 +151,13 @@ def shared_redis(tmp_path_factory: pytest.TempPathFactory) -> Any:
     server.stop()
 
 
+def charge(ledger: Any, agent: str, provider: str, units: int = 1) -> Any:
+    """One call that billed `units`: its worst case held, then settled to them. Returns the hold."""
+    hold, _ = ledger.reserve(agent, provider)
+    ledger.settle(agent, provider, [(hold, units)])
+    return hold
+
+
 class Env:
     """An isolated installation: its own HOME, state dir and openclaw.json."""
 
@@ -221,7 +228,7 @@ class Env:
         ledger = Ledger(self.settings())
         for agent, provider, count in spending:
             for _ in range(count):
-                ledger.reserve(agent, provider)
+                charge(ledger, agent, provider)
 
     def quota_doc(self) -> dict[str, Any]:
         if self.redis_url:

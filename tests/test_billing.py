@@ -19,7 +19,7 @@ import pytest
 
 from smart_search import quota
 from smart_search.ledger import Ledger, next_reset, windows
-from tests.conftest import Env
+from tests.conftest import Env, charge
 from tests.fakes import FakeServer, Reply, fixture_bytes, fixture_json
 
 GEMINI_PATH = "/v1beta/models/gemini-flash-latest:generateContent"
@@ -88,7 +88,7 @@ def test_a_reservation_needs_headroom_in_both_windows() -> None:
     c = quota.Ceilings({"gemini": 10, "brave": 10}, {}, {"gemini": 0, "brave": 0}, {"brave": 3})
     doc = quota.roll(quota.new_day("2026-12-01"), quota.Windows("2026-12-01", {
         "gemini": ("2026-12-01", "2026-12"), "brave": ("2026-12-01", "2026-12")}))  # fmt: skip
-    assert [quota.reserve(doc, c, "a", "brave") for _ in range(3)] == ["direct"] * 3
+    assert [quota.reserve(doc, c, "a", "brave").source for _ in range(3)] == ["direct"] * 3
     with pytest.raises(quota.QuotaExhausted, match="Brave quota is exhausted for this month"):
         quota.reserve(doc, c, "a", "brave")
     # The day still had room: only the month stopped it.
@@ -98,10 +98,10 @@ def test_a_reservation_needs_headroom_in_both_windows() -> None:
 def test_settle_refunds_zero_and_charges_extra_units_even_past_an_allocation() -> None:
     c = quota.Ceilings({"gemini": 10, "brave": 10}, {"a": {"gemini": 1}}, {"gemini": 0})
     doc = quota.new_day("2026-12-01")
-    held = [quota.reservation(doc, "gemini", quota.reserve(doc, c, "a", "gemini"))]
+    held = quota.reserve(doc, c, "a", "gemini")
     assert quota.settle(doc, "a", "gemini", held, 0)  # zero search queries: refunded
     assert quota.allocation_remaining(doc, c, "a", "gemini") == 1
-    held = [quota.reservation(doc, "gemini", quota.reserve(doc, c, "a", "gemini"))]
+    held = quota.reserve(doc, c, "a", "gemini")
     assert quota.settle(doc, "a", "gemini", held, 3)  # three queries: two more charged
     assert doc["agents"]["a"]["gemini"]["allocation"] == 3  # past the allocation of 1, once
     assert doc["windows"]["gemini"]["day_used"] == 3
@@ -116,14 +116,14 @@ def test_provider_windows_follow_their_own_clock_and_never_reset_backwards(env: 
     w = windows(s, before_pacific_midnight)
     assert w.date == "2026-12-02"
     assert w.provider == {"gemini": ("2026-12-01", "2026-12"), "brave": ("2026-12-02", "2026-12")}
-    Ledger(s, clock=lambda: utc(2026, 12, 1, 20)).reserve("cron", "gemini")
+    charge(Ledger(s, clock=lambda: utc(2026, 12, 1, 20)), "cron", "gemini")
     at = Ledger(s, clock=lambda: before_pacific_midnight)
-    at.reserve("cron", "gemini")
+    charge(at, "cron", "gemini")
     assert at.snapshot()["windows"]["gemini"]["day_used"] == 2  # same Pacific day
     assert at.agent_status("cron")["gemini"]["used"] == 1  # the agents' (UTC) day did turn
     after = Ledger(s, clock=lambda: utc(2026, 12, 2, 8, 30))
     assert after.snapshot()["windows"]["gemini"]["day_used"] == 0
-    after.reserve("cron", "gemini")
+    charge(after, "cron", "gemini")
     # A clock moved back never resets the newer windows.
     back = Ledger(s, clock=lambda: utc(2026, 12, 1, 20))
     assert back.snapshot()["windows"]["gemini"] | {"reported": None} == back.snapshot()[
@@ -308,13 +308,13 @@ def test_gemini_per_day_exhaustion_lasts_until_pacific_midnight(env: Env) -> Non
     now = utc(2026, 12, 1, 12)
     ledger = Ledger(s, clock=lambda: now)
     held, _ = ledger.reserve("general", "gemini")
-    ledger.settle("general", "gemini", [held], 0, {"exhausted": "day", "why": "per day"})
+    ledger.settle("general", "gemini", [(held, 0)], {"exhausted": "day", "why": "per day"})
     win = ledger.full_status()["windows"]["gemini"]
     assert win["exhausted_until"] == "2026-12-02T08:00:00Z"
     with pytest.raises(quota.QuotaExhausted, match="Gemini reported its quota exhausted"):
         ledger.reserve("general", "gemini")
     later = Ledger(s, clock=lambda: utc(2026, 12, 2, 8, 1))
-    later.reserve("general", "gemini")  # the mark has lapsed with the provider's day
+    charge(later, "general", "gemini")  # the mark has lapsed with the provider's day
 
 
 def test_status_shows_both_windows_the_unit_and_the_money(env: Env) -> None:
@@ -362,7 +362,7 @@ def test_a_version_1_ledger_is_upgraded_in_place_with_todays_counts_in_the_month
     path.write_text(json.dumps(v1_document("2026-12-01")))
     ledger = Ledger(s, clock=lambda: now)
     assert ledger.full_status()["providers"]["gemini"]["used"] == 6
-    ledger.reserve("cron", "gemini")
+    charge(ledger, "cron", "gemini")
     doc = json.loads(path.read_text())
     assert doc["format"] == quota.FORMAT and "providers" not in doc
     assert doc["windows"]["gemini"]["month_used"] == 7 and doc["windows"]["brave"]["day_used"] == 2
@@ -412,7 +412,7 @@ def test_unknown_newer_negative_or_absurd_ledgers_are_refused_untouched(
 def test_a_version_2_ledger_is_refused_by_the_first_versions_reader(env: Env) -> None:
     """Downgrade-proof: version 1 took any file with `providers` or `agent_allocations` for the
     Node skill's and reset it; version 2 has neither key, so version 1 refuses it as corrupt."""
-    Ledger(env.settings()).reserve("general", "gemini")
+    charge(Ledger(env.settings()), "general", "gemini")
     doc = env.quota_doc()
     assert doc["format"] == "smart-search/quota@2"
     assert "providers" not in doc and "agent_allocations" not in doc

@@ -11,7 +11,7 @@ from typing import Any
 
 from smart_search.breaker import Breaker
 from smart_search.errors import ServerError
-from tests.conftest import REPO
+from tests.conftest import REPO, charge
 from tests.fakes import FakeServer
 
 GEMINI_SENTINEL = "SENTINEL-GEMINI-a1b2c3d4e5"
@@ -132,7 +132,7 @@ def test_json_report_ledger_usage_and_open_breakers(tmp_path: Path) -> None:
     settings = load_settings(environ)
     ledger = Ledger(settings)
     for _ in range(3):
-        ledger.reserve("tech", "gemini")
+        charge(ledger, "tech", "gemini")
     breaker = Breaker(settings)
     for _ in range(settings.circuit_failure_threshold):
         breaker.record("brave", ServerError("Brave API error: 503"))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from smart_search import quota
 from smart_search.errors import QuotaExhausted
 from smart_search.ledger import Ledger
-from tests.conftest import Env
+from tests.conftest import Env, charge
 
 
 def ceilings(limit: int = 10, **allocs: dict[str, int]) -> quota.Ceilings:
@@ -27,17 +27,17 @@ def test_worked_day() -> None:
     """README's worked day: allocation, then pool, then direct, then nothing."""
     c = ceilings(10, alpha={"gemini": 3, "brave": 0}, beta={"gemini": 4, "brave": 0})
     doc = quota.new_day("2026-11-30")
-    assert [quota.reserve(doc, c, "alpha", "gemini") for _ in range(3)] == ["allocation"] * 3
+    assert [quota.reserve(doc, c, "alpha", "gemini").source for _ in range(3)] == ["allocation"] * 3
     # alpha's allocation is spent: the pool is empty, so direct headroom (10 - 7 = 3) pays.
-    assert quota.reserve(doc, c, "alpha", "gemini") == "direct"
+    assert quota.reserve(doc, c, "alpha", "gemini").source == "direct"
     assert quota.complete(doc, c, "beta") == {"gemini": 4, "brave": 0}
     assert quota.agent_status(doc, c, "beta")["gemini"] == {
         "allocated": 4,
         "used": 0,
         "remaining": 0,
     }
-    assert [quota.reserve(doc, c, "alpha", "gemini") for _ in range(4)] == ["pool"] * 4
-    assert [quota.reserve(doc, c, "alpha", "gemini") for _ in range(2)] == ["direct"] * 2
+    assert [quota.reserve(doc, c, "alpha", "gemini").source for _ in range(4)] == ["pool"] * 4
+    assert [quota.reserve(doc, c, "alpha", "gemini").source for _ in range(2)] == ["direct"] * 2
     with pytest.raises(QuotaExhausted):
         quota.reserve(doc, c, "alpha", "gemini")
     assert quota.total_used(doc, "gemini") == 10
@@ -49,6 +49,7 @@ def test_worked_day() -> None:
         "allocated": 7,
         "shared_pool": 0,
         "direct_headroom": 0,
+        "in_flight": 0,
     }
 
 
@@ -57,20 +58,20 @@ def test_completed_agent_draws_only_from_pool_and_direct() -> None:
     doc = quota.new_day("2026-11-30")
     quota.complete(doc, c, "alpha")
     # alpha's own 3 went to the pool; it may draw them back from there, not from "allocation".
-    assert [quota.reserve(doc, c, "alpha", "gemini") for _ in range(3)] == ["pool"] * 3
+    assert [quota.reserve(doc, c, "alpha", "gemini").source for _ in range(3)] == ["pool"] * 3
     with pytest.raises(QuotaExhausted):
         quota.reserve(doc, c, "alpha", "gemini")
-    assert quota.reserve(doc, c, "beta", "gemini") == "allocation"
+    assert quota.reserve(doc, c, "beta", "gemini").source == "allocation"
 
 
 def test_refund_returns_the_unit_to_its_source() -> None:
     c = ceilings(10, alpha={"gemini": 1, "brave": 0})
     doc = quota.new_day("2026-11-30")
-    source = quota.reserve(doc, c, "alpha", "gemini")
+    hold = quota.reserve(doc, c, "alpha", "gemini")
     assert quota.allocation_remaining(doc, c, "alpha", "gemini") == 0
-    assert quota.refund(doc, "alpha", "gemini", source)
+    assert quota.refund(doc, "alpha", "gemini", hold)
     assert quota.allocation_remaining(doc, c, "alpha", "gemini") == 1
-    assert not quota.refund(doc, "alpha", "gemini", source)  # nothing left to give back
+    assert quota.total_used(doc, "gemini") == 0
 
 
 def test_overcommitted_allocations_cannot_spend_past_the_limit() -> None:
@@ -97,7 +98,7 @@ def test_no_sequence_of_operations_overspends(limit: int, allocs: list[int], ops
     agents = {f"a{i}": {"gemini": n, "brave": 0} for i, n in enumerate(allocs)}
     c = quota.Ceilings({"gemini": limit, "brave": limit}, agents, {"gemini": 2, "brave": 0})
     doc = quota.new_day("2026-11-30")
-    taken: list[tuple[str, str]] = []
+    taken: list[tuple[str, quota.Hold]] = []
     for op, who in ops:
         agent = f"a{who}"  # a4 may be unconfigured: registered with the default allocation
         if op == "r":
@@ -107,8 +108,8 @@ def test_no_sequence_of_operations_overspends(limit: int, allocs: list[int], ops
                 # Refusal only when no source is left.
                 assert quota.pick_source(doc, c, agent, "gemini") is None
         elif op == "f" and taken:
-            refunded_agent, source = taken.pop()
-            assert quota.refund(doc, refunded_agent, "gemini", source)
+            refunded_agent, hold = taken.pop()
+            assert quota.refund(doc, refunded_agent, "gemini", hold)
         elif op == "c" and agent in doc["agents"] and not doc["agents"][agent]["completed"]:
             quota.complete(doc, c, agent)
         assert quota.total_used(doc, "gemini") <= limit
@@ -122,17 +123,17 @@ def test_daily_reset_and_clock_moving_back(env: Env) -> None:
     env.write_config({"agent_allocations": {"tech": {"gemini": 2}}})
     s = env.settings()
     day1 = time.mktime((2026, 11, 29, 12, 0, 0, 0, 0, 0)) - time.timezone
-    Ledger(s, clock=lambda: day1).reserve("tech", "gemini")
+    charge(Ledger(s, clock=lambda: day1), "tech", "gemini")
     assert Ledger(s, clock=lambda: day1).agent_status("tech")["gemini"]["used"] == 1
     day2 = day1 + 86400
     # A later day starts fresh ...
     assert Ledger(s, clock=lambda: day2).agent_status("tech")["gemini"]["used"] == 0
-    Ledger(s, clock=lambda: day2).reserve("tech", "gemini")
+    charge(Ledger(s, clock=lambda: day2), "tech", "gemini")
     assert env.quota_doc()["date"] == "2026-11-30"
     # ... an earlier one never resets the file's counters.
     earlier = Ledger(s, clock=lambda: day1)
     assert earlier.agent_status("tech")["gemini"]["used"] == 1
-    earlier.reserve("tech", "gemini")
+    charge(earlier, "tech", "gemini")
     assert env.quota_doc()["date"] == "2026-11-30"
     assert env.quota_doc()["agents"]["tech"]["gemini"]["allocation"] == 2
 
@@ -258,7 +259,7 @@ def test_node_skill_file_carries_todays_counts_over(env: Env) -> None:
     assert full["providers"]["gemini"]["shared_pool"] == 1
     assert full["providers"]["brave"]["used"] == 1
     # A write converts the file and keeps every count.
-    Ledger(env.settings()).reserve("stock-analysis", "gemini")
+    charge(Ledger(env.settings()), "stock-analysis", "gemini")
     converted = env.quota_doc()
     assert converted["format"] == quota.FORMAT
     assert env.call("search_quota_status")["providers"]["gemini"]["used"] == 10

@@ -443,7 +443,9 @@ def test_an_answer_that_came_first_stands(fake: FakeServer) -> None:
     assert len(fake.requests) == 1
 
 
-def test_a_cancelled_search_is_refunded_and_walks_no_further(env: Env) -> None:
+def test_a_cancelled_search_keeps_what_it_sent_charged_and_walks_no_further(env: Env) -> None:
+    """The request reached the provider before the cancel: it may have been billed, so its worst
+    case stays charged (RULINGS §4); nothing more is asked."""
     with HangingServer() as fake:
         configure(env, fake)
         service = mcp_server.Service(env.environ)
@@ -467,9 +469,31 @@ def test_a_cancelled_search_is_refunded_and_walks_no_further(env: Env) -> None:
         scope.cancel()
         worker.join(WAIT_S)
         assert isinstance(box.get("error"), errors.Cancelled), box
-        assert env.call("search_quota_status", {"agent_id": AGENT})["brave"]["used"] == 0
+        assert box["error"].sent
+        full = env.call("search_quota_status")
+        assert full["providers"]["brave"]["in_flight"] == 0  # settled: no longer held
+        assert env.call("search_quota_status", {"agent_id": AGENT})["brave"]["used"] == 1
         assert [r.path for r in fake.requests] == [BRAVE_PATH]  # no Gemini, no DuckDuckGo
         assert fake.hung_up.wait(WAIT_S) and fake.hangups == [BRAVE_PATH]
+
+
+def test_a_search_cancelled_before_its_request_left_gives_its_hold_back(env: Env) -> None:
+    """Cancelled before anything was sent: the provider cannot have billed, so the worst case the
+    call held goes back whole, and no request is made."""
+    with HangingServer() as fake:
+        configure(env, fake)
+        service = mcp_server.Service(env.environ)
+        scope = http.CancelScope()
+        scope.cancel()
+        with pytest.raises(errors.Cancelled) as caught:
+            service.call("smart_search", {"query": "space news", "agent_id": AGENT}, scope)
+        assert not caught.value.sent
+        assert fake.requests == []
+        full = env.call("search_quota_status")
+        assert (full["providers"]["brave"]["used"], full["providers"]["brave"]["in_flight"]) == (
+            0,
+            0,
+        )
 
 
 # --- the settings cache -----------------------------------------------------------------------
@@ -638,7 +662,9 @@ def test_sixteen_concurrent_searches_spend_exactly_sixteen(env: Env, transport: 
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_cancelling_a_search_cancels_its_request_and_refunds(env: Env, transport: str) -> None:
+def test_cancelling_a_search_cancels_its_request_and_keeps_it_charged(
+    env: Env, transport: str
+) -> None:
     with HangingServer() as fake:
         configure(env, fake)
         outcome: dict[str, Any] = {}
@@ -663,16 +689,17 @@ def test_cancelling_a_search_cancels_its_request_and_refunds(env: Env, transport
                     victim.cancel()
                 await wait_until(fake.hung_up.is_set, "the outstanding request was shut")
 
-                async def refunded() -> bool:
-                    status, _ = await call(session, "search_quota_status", {"agent_id": AGENT})
-                    return status["brave"]["used"] == 0
+                async def settled() -> bool:
+                    full, _ = await call(session, "search_quota_status", {})
+                    return full["providers"]["brave"]["in_flight"] == 0
 
                 with anyio.fail_after(WAIT_S):
-                    while not await refunded():
+                    while not await settled():
                         await anyio.sleep(0.05)
-                # The session still serves calls after the cancellation.
+                # The session still serves calls after the cancellation; the request had left,
+                # so its unit stays charged (the provider may have billed it).
                 status, _ = await call(session, "search_quota_status", {"agent_id": AGENT})
-                assert status["brave"] == {"allocated": 40, "used": 0, "remaining": 40}
+                assert status["brave"] == {"allocated": 40, "used": 1, "remaining": 39}
 
         run(main)
         assert outcome == {"cancelled": True}  # no result was delivered for the cancelled call

@@ -103,9 +103,10 @@ def call_provider(
 
     Billing (RULINGS §4, the billing issue): an attempt answered 2xx costs what the provider
     bills for it (`billed_units`); a non-2xx costs nothing; an attempt whose request left but
-    whose answer never came back (read timeout, reset) costs one unit, since the provider may
-    have billed it; one that never left (DNS, refused, connect timeout) costs nothing.
-    `may_retry(units billed so far)` is asked before each retry. `filters` (issue 15) go into
+    whose answer never came back (read timeout, reset) costs its worst case
+    (`max_units_per_call`), since the provider may have billed that much; one that never left
+    (DNS, refused, connect timeout) costs nothing. `may_retry(units billed so far)` is asked
+    before each retry. `filters` (issue 15) go into
     the request through the provider's `build_request`.
     """
     from .. import http
@@ -114,6 +115,7 @@ def call_provider(
     module = _provider_module(name)
     request = module.build_request(query, settings, filters=filters)
     latencies: list[int] = []
+    worst = max(1, settings.max_units_per_call.get(name, 1))
     billed = [0]
     last: list[HttpResponse] = []
 
@@ -125,7 +127,7 @@ def call_provider(
                     request, deadline=deadline, request_timeout_s=settings.request_timeout_ms / 1000
                 )
             except errors.SearchError as err:
-                billed[0] += 1 if err.sent else 0
+                billed[0] += worst if err.sent else 0
                 raise
             last.append(response)
             billed[0] += module.billed_units(response, settings)

@@ -188,7 +188,8 @@ def billed_units(resp: HttpResponse, settings: Settings) -> int:
     """What this answer costs (the billing issue): nothing unless 2xx; per grounded prompt for
     `unit: request` (Gemini 2.x); per search query the model ran for `unit: search_query`
     (Gemini 3: each entry of `groundingMetadata.webSearchQueries`, zero, one or several). A 2xx
-    we cannot read is charged one unit: it may have been billed."""
+    we cannot read is charged the call's worst case (`max_units_per_call`): it may have been
+    billed that much."""
     if not 200 <= resp.status < 300:
         return 0
     if settings.units[NAME] == "request":
@@ -202,7 +203,7 @@ def billed_units(resp: HttpResponse, settings: Settings) -> int:
             total += sum(1 for q in queries if isinstance(q, str) and q.strip())
         return total
     except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
-        return 1
+        return max(1, settings.max_units_per_call.get(NAME, 1))
 
 
 def observation(resp: HttpResponse) -> dict[str, Any] | None:
