@@ -22,7 +22,6 @@ from typing import Any
 
 import orjson
 
-from . import quota
 from .errors import InvalidInput, SearchError, StateCorrupt
 
 EXPORT_FORMAT = "smart-search/state@1"
@@ -98,17 +97,14 @@ def _import(path: str, *, add: bool) -> Document:
         now = time.time()
         # Checked (and converted from older versions) before the target is touched.
         try:
-            incoming = ledger._current(documents["quota"], now)
+            incoming = ledger.current(documents["quota"], now)
         except StateCorrupt:
             raise InvalidInput(
                 f"The quota ledger in {path} is damaged or of an unknown version; nothing was "
                 "imported."
             ) from None
 
-        def fold(current: Document | None) -> tuple[Document, None]:
-            return merge_quota(ledger._current(current, time.time()), incoming, add=add), None
-
-        store.update("quota", fold)
+        ledger.merge(incoming, add=add)
         imported.append("quota")
     for name, merge in (("breaker", _merge_breaker), ("pacing", _merge_pacing),
                         ("cache_stats", _merge_stats)):  # fmt: skip
@@ -120,53 +116,7 @@ def _import(path: str, *, add: bool) -> Document:
     return {"imported": imported, "backend": store.kind, "where": store.where()}
 
 
-# -- merging (pure) ------------------------------------------------------------------------------
-def _count(a: int, b: int, add: bool) -> int:
-    return a + b if add else max(a, b)
-
-
-def merge_quota(target: Document, incoming: Document, *, add: bool = False) -> Document:
-    """`target` with `incoming` folded in; no counter of `target` goes down."""
-    out = orjson.loads(orjson.dumps(target))
-    if incoming["date"] > out["date"]:
-        out["date"] = incoming["date"]
-        out["agents"] = orjson.loads(orjson.dumps(incoming["agents"]))
-        out["carried"] = orjson.loads(orjson.dumps(incoming["carried"]))
-    elif incoming["date"] == out["date"]:
-        for p in quota.PROVIDERS:
-            mine, theirs = out["carried"][p], incoming["carried"][p]
-            for k in ("used", "pool_used"):
-                mine[k] = _count(mine[k], theirs[k], add)
-        for agent_id, theirs in incoming["agents"].items():
-            mine = out["agents"].setdefault(agent_id, quota.new_agent())
-            mine["completed"] = bool(mine["completed"] or theirs["completed"])
-            for p in quota.PROVIDERS:
-                mine["released"][p] = max(mine["released"][p], theirs["released"][p])
-                for s in quota.SOURCES:
-                    mine[p][s] = _count(mine[p][s], theirs[p][s], add)
-    for p in quota.PROVIDERS:
-        _merge_window(out["windows"][p], incoming["windows"][p], add)
-    return out
-
-
-def _merge_window(mine: Document, theirs: Document, add: bool) -> None:
-    if theirs["day"] > mine["day"]:
-        mine["day"], mine["day_used"] = theirs["day"], theirs["day_used"]
-    elif theirs["day"] == mine["day"]:
-        mine["day_used"] = _count(mine["day_used"], theirs["day_used"], add)
-    if theirs["month"] > mine["month"]:
-        mine["month"], mine["month_used"] = theirs["month"], theirs["month_used"]
-        mine["reported"] = theirs["reported"]
-    elif theirs["month"] == mine["month"]:
-        mine["month_used"] = _count(mine["month_used"], theirs["month_used"], add)
-        seen, other = mine["reported"], theirs["reported"]
-        if other is not None and (seen is None or other["seen_at"] > seen["seen_at"]):
-            mine["reported"] = other
-    if (theirs["exhausted_until"] or 0) > (mine["exhausted_until"] or 0):
-        mine["exhausted_until"] = theirs["exhausted_until"]
-        mine["exhausted_why"] = theirs.get("exhausted_why")
-
-
+# -- merging (pure; the quota ledger's merge is quota_merge.merge_quota) ---------------------
 def _merge_breaker(current: Document, incoming: Document) -> Document:
     # Advisory: the target's own view of a service wins; the file only fills gaps.
     return {**incoming, **current}

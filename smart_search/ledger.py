@@ -224,6 +224,21 @@ class Ledger:
 
         return self.store.update(QUOTA_DOC, change)
 
+    def merge(self, incoming: Document, *, add: bool) -> None:
+        """Fold another ledger (as `current` reads it) into this one, in one atomic step of the
+        store: `add` counts its units on top of ours, else each counter takes the larger."""
+        from .quota_merge import merge_quota
+
+        def change(raw: Document | None) -> tuple[Document, None]:
+            return merge_quota(self._current(raw, self.clock()), incoming, add=add), None
+
+        self.store.update(QUOTA_DOC, change)
+
+    def current(self, raw: Document | None, now: float | None = None) -> Document:
+        """`raw` (any ledger version this package reads, or None) as a current document.
+        Raises StateCorrupt for anything else."""
+        return self._current(raw, self.clock() if now is None else now)
+
     # -- internals -----------------------------------------------------------------------------
     def _observe(self, doc: Document, p: str, seen: dict[str, Any], now: float) -> None:
         until = None

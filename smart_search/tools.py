@@ -264,7 +264,7 @@ def call_tool(
 
     try:
         if settings.legacy_state_dir:
-            from .openclaw import merge_legacy_ledger
+            from .legacy_ledger import merge_legacy_ledger
 
             merge_legacy_ledger(settings)
         if tool == "smart_search":

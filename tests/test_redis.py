@@ -743,7 +743,7 @@ def test_state_commands_name_an_unreachable_store_without_its_password(env: Env)
 
 def test_merge_keeps_the_later_window_and_never_lowers() -> None:
     from smart_search import quota
-    from smart_search.admin import merge_quota
+    from smart_search.quota_merge import merge_quota
 
     old = quota.new_day("2026-11-29")
     old["windows"]["brave"].update(day="2026-11-29", day_used=9, month="2026-11", month_used=50)
@@ -785,3 +785,33 @@ def test_a_search_answered_on_one_host_is_a_cached_hit_on_the_others(
     assert len(outcomes) == 12 and all(o == ["brave", None, None] for o in outcomes)
     status = fleet[2].call("search_quota_status", {"agent_id": "tech"})
     assert status["brave"]["used"] == 1  # one unit for twelve answers, across three hosts
+
+
+def test_a_legacy_workspace_ledger_is_merged_into_the_redis_store(
+    tmp_path: Path, shared_redis: Any
+) -> None:
+    """Issue 18, 8b: under the Redis backend the old per-workspace file's units go to the store
+    every host reads, not to a local file nothing reads (then the old file is renamed)."""
+    workspace = tmp_path / "ws"
+    allocations = {"agent_allocations": {"tech": {"gemini": 5, "brave": 0}}}
+    (tmp_path / "old").mkdir()
+    old_env = Env(tmp_path / "old")  # the earlier release: a file ledger in the workspace
+    old_env.environ["SMART_SEARCH_STATE_DIR"] = str(workspace / "shared")
+    old_env.state_dir = workspace / "shared"
+    old_env.write_config(allocations)
+    old_env.spend((("tech", "gemini", 3), ("other", "gemini", 2)))
+    (tmp_path / "new").mkdir()
+    env = Env(tmp_path / "new", shared_redis.url)
+    del env.environ["SMART_SEARCH_STATE_DIR"]
+    env.write_config(allocations)
+    env.spend((("tech", "gemini", 1),))
+    env.environ["OPENCLAW_WORKSPACE_DIR"] = str(workspace)
+    status = env.call("search_quota_status")
+    assert status["providers"]["gemini"]["used"] == 6
+    assert status["agents"]["tech"]["gemini"]["used"] == 4
+    assert env.quota_doc()["windows"]["gemini"]["day_used"] == 6  # in Redis itself
+    assert not (workspace / "shared" / "search-quota.json").exists()
+    assert (workspace / "shared" / "search-quota.json.merged").exists()
+    local = Path(env.settings().state_dir) / "search-quota.json"
+    assert not local.exists()  # nothing went to a file no host reads
+    assert env.call("search_quota_status")["providers"]["gemini"]["used"] == 6  # merged once
