@@ -185,3 +185,172 @@ def test_32_concurrent_log_writers_keep_every_line_whole(env: Env) -> None:
         per_writer.setdefault(record["writer"], []).append(record["i"])
     assert len(per_writer) == 32
     assert all(sorted(v) == list(range(40)) for v in per_writer.values())
+
+
+# --- the worst case under load (issue 18, point 6) -------------------------------------------
+
+# Each worker makes two Gemini calls through the whole tool. A victim stops dead at its kill
+# point (`granted`: its hold is written; `answered`: the answer is read, nothing settled yet;
+# `settling`: about to settle) and waits there to be killed; `sending` marks the moment its
+# request leaves, and the test kills it once the fake has received that request (mid-request).
+WORST_CASE_WORKER = """
+import json, os, sys, time
+from smart_search import http
+from smart_search.ledger import Ledger
+from smart_search.runner import handle
+agent, token, stop_at = sys.argv[1], sys.argv[2], sys.argv[3]
+def at(point):
+    print(point, flush=True)
+    if point == stop_at:
+        time.sleep(3600)
+real_reserve, real_settle, real_send = Ledger.reserve, Ledger.settle, http.send
+def reserve(self, *a, **k):
+    got = real_reserve(self, *a, **k)
+    at("granted")
+    return got
+def settle(self, *a, **k):
+    at("settling")
+    return real_settle(self, *a, **k)
+def send(*a, **k):
+    at("sending")
+    got = real_send(*a, **k)
+    at("answered")
+    return got
+Ledger.reserve, Ledger.settle, http.send = reserve, settle, send
+for n in range(2):
+    call = {"tool": "smart_search",
+            "args": {"query": f"NSE stock news {token} call{n}", "agent_id": agent}}
+    result = handle(json.dumps(call).encode())
+    print("result", json.dumps(result["attempts"][0]), flush=True)
+"""
+KILL_POINTS = ("granted", "mid-request", "answered", "settling")
+WORST_LIMIT = 24
+WORST_ALLOCATIONS = {"big": 12, "small": 4, "done": 4}  # `done` completes: a pool of 4
+
+
+def _worst_case_env(env: Env, fake: Any, *, timeout_ms: int) -> None:
+    from tests.test_billing import configure
+
+    configure(
+        env,
+        fake,
+        providers={"gemini": {"daily_limit": WORST_LIMIT, "monthly_limit": 10_000}},
+        agent_allocations={a: {"gemini": n, "brave": 0} for a, n in WORST_ALLOCATIONS.items()},
+        default_allocation={"gemini": 0, "brave": 0},
+        request_timeout_ms=timeout_ms,
+        total_timeout_ms=20_000,
+        retry_max_attempts=2,
+        lock_timeout_ms=60_000,
+    )
+    env.environ.pop("BRAVE_API_KEY")
+    assert env.call("search_mark_agent_complete", {"agent_id": "done"})["error"] is None
+
+
+def _script_gemini(fake: Any, rng: random.Random, *, late: bool) -> list[int]:
+    """200 answers of 0-3 search queries each, in the order requests arrive; with `late`, one
+    in eight after the first eight (the victims' answers) comes after the request timeout.
+    Returns each answer's billed units."""
+    from tests.fakes import Reply
+    from tests.test_billing import GEMINI_PATH, gemini_answer
+
+    queries = [rng.randint(0, 3) for _ in range(200)]
+    replies = [
+        Reply(200, gemini_answer(q), delay=2.5 if late and n >= 8 and rng.random() < 0.125 else 0.3)
+        for n, q in enumerate(queries)
+    ]
+    fake.route(GEMINI_PATH, *replies)
+    fake.route("/search", Reply(404, b"no"))  # the web tiers find nothing
+    fake.route("/html/", Reply(404, b"no"))
+    return queries
+
+
+def _check_caps(env: Env, billed: int, *, exact: bool) -> dict[str, Any]:
+    full = env.call("search_quota_status")
+    gemini = full["windows"]["gemini"]
+    charged = gemini["daily"]["used"]
+    assert charged <= WORST_LIMIT and gemini["monthly"]["used"] == charged
+    assert full["providers"]["gemini"]["used"] == charged
+    doc = env.quota_doc()
+    for agent, cap in WORST_ALLOCATIONS.items():
+        assert doc["agents"].get(agent, {}).get("gemini", {}).get("allocation", 0) <= cap
+    pool_used = sum(rec["gemini"]["pool"] for rec in doc["agents"].values())
+    assert pool_used <= WORST_ALLOCATIONS["done"]
+    if exact:
+        assert charged == billed
+        assert full["providers"]["gemini"]["in_flight"] == 0
+    else:
+        assert charged >= billed
+    return full
+
+
+def _run_workers(env: Env, fake: Any, victims: list[str]) -> list[str]:
+    """32 workers, two calls each. The first `len(victims)` start alone and are each killed at
+    their point (their holds fit the window: they all reach it); the rest then run to the end
+    against what the dead left."""
+    from tests.test_billing import GEMINI_PATH
+
+    agents = ["big", "small", "done", "extra"]
+
+    def start(i: int, point: str) -> subprocess.Popen:
+        return spawn(env, WORST_CASE_WORKER, agents[i % 4], f"w{i}x", point)
+
+    doomed = [start(i, point) for i, point in enumerate(victims)]
+    for i, (proc, point) in enumerate(zip(doomed, victims, strict=True)):
+        wanted = "sending" if point == "mid-request" else point
+        while (line := proc.stdout.readline().decode().strip()) != wanted:
+            assert line, proc.stderr.read()[-2000:]
+        if point == "mid-request":  # killed once the fake holds its request, before its answer
+            deadline = time.monotonic() + 60
+            while not any(f"w{i}x" in r.body.decode() for r in fake.requests_to(GEMINI_PATH)):
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    procs = [start(i, "never") for i in range(len(victims), 32)]
+    outputs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err.decode()[-2000:]
+        outputs.append(out.decode())
+    return outputs
+
+
+def test_32_processes_at_a_windows_edge_charge_exactly_what_was_billed(env: Env) -> None:
+    from tests.fakes import FakeServer
+    from tests.test_billing import GEMINI_PATH
+
+    with FakeServer() as fake:
+        _worst_case_env(env, fake, timeout_ms=5000)
+        queries = _script_gemini(fake, random.Random(18), late=False)
+        outputs = _run_workers(env, fake, [])
+        billed = sum(queries[: len(fake.requests_to(GEMINI_PATH))])
+        _check_caps(env, billed, exact=True)
+        results = [json.loads(line[7:]) for out in outputs for line in out.splitlines()
+                   if line.startswith("result ")]  # fmt: skip
+        assert len(results) == 64
+        # The edge was reached: some calls were refused for want of a worst case.
+        assert any(r["error_code"] == "quota_exhausted" for r in results)
+        assert sum(r["units"] for r in results) == billed
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_32_processes_with_random_kills_never_pass_a_cap_or_undercharge(
+    env: Env, seed: int
+) -> None:
+    from tests.fakes import FakeServer
+    from tests.test_billing import GEMINI_PATH
+
+    rng = random.Random(seed)
+    with FakeServer() as fake:
+        _worst_case_env(env, fake, timeout_ms=1500)
+        queries = _script_gemini(fake, rng, late=True)
+        # Six victims hold 18 of the 24 units when they die: 26 workers share what is left.
+        victims = [rng.choice(KILL_POINTS) for _ in range(6)]
+        outputs = _run_workers(env, fake, victims)
+        billed = sum(queries[: len(fake.requests_to(GEMINI_PATH))])
+        full = _check_caps(env, billed, exact=False)
+        assert full["providers"]["gemini"]["in_flight"] >= 3 * victims.count("granted")
+        results = [json.loads(line[7:]) for out in outputs for line in out.splitlines()
+                   if line.startswith("result ")]  # fmt: skip
+        assert len(results) == 2 * 26
+        assert any(r["error_code"] == "quota_exhausted" for r in results)

@@ -288,7 +288,7 @@ def test_ledger_refund_gives_back_every_unit_and_clears_the_hold(env: Env) -> No
     assert env.call("search_quota_status")["providers"]["gemini"]["in_flight"] == W
     ledger.refund("cron", "gemini", hold)
     full = env.call("search_quota_status")
-    assert full["providers"]["gemini"]["used"] == 0 and full["providers"]["gemini"]["in_flight"] == 0
+    assert (full["providers"]["gemini"]["used"], full["providers"]["gemini"]["in_flight"]) == (0, 0)
     assert full["windows"]["gemini"]["daily"]["used"] == 0
     assert env.call("search_quota_status", {"agent_id": "cron"})["gemini"]["remaining"] == 5
 
