@@ -215,10 +215,11 @@ def _block_of(anchor: HtmlElement) -> HtmlElement:
 
 
 def _nested_in(parent: _Block, heading: HtmlElement, anchor: HtmlElement, url: str) -> bool:
-    """True when a titled link is part of the result before it, not a result of its own: a
-    sitelink, an inline sub-result, a "More results from this site" entry. It sits inside that
-    result's block, or (where class names are gone) in a table right under it; and it is on
-    the same site, which every such block is, so a misread block never swallows a result."""
+    """True when a titled link is part of the result before it, not a result of its own: a sitelink
+    or an inline sub-result (a "More results from this site" link is a Google search, dropped
+    before this). It sits inside that result's block, or (where class names are gone) in a table
+    right under it; and it is on the same site, which every such block is, so a misread block
+    never swallows a result."""
     if not same_site(url, parent.url):
         return False
     if inside(anchor, parent.element):
