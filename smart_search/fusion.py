@@ -29,7 +29,9 @@ and carries the parts of its score (`ranking`), so a reader can see why it is wh
 - results with the same canonical URL are one result. Its `url`, `title` and `snippet` come from
   its best-ranked variant (lowest native rank; then the heavier source; then source name), the
   title and snippet from the best-ranked variant that has one (a title that is a bare domain,
-  as Gemini's citations have, only when no variant has another).
+  as Gemini's citations have, only when no variant has another). Its `sitelinks` (a web engine's
+  links nested under the result) come from the best-ranked variant that has them, and the key
+  is present only then.
 - Gemini's citations are `vertexaisearch.cloud.google.com/grounding-api-redirect/...` links
   titled with a bare domain: they cannot meet another source's URL without following the
   redirect (I/O). Such a citation corroborates the best-ranked result on its domain (host equal
@@ -126,7 +128,8 @@ def merge(
 
     `legs` maps a source name ("brave", "gemini", "google"...) to its results in native order:
     `{"title", "url", "snippet"}` dicts (Gemini's citations `{"title", "url"}` too). Each
-    returned result is `{"title", "url", "snippet", "sources", "ranking"}`:
+    returned result is `{"title", "url", "snippet", "sources", "ranking"}` (and `"sitelinks"`
+    when a variant carried them):
     `sources` lists every variant found, `{"source", "rank"}` plus `"url"` when that source's
     link differs from the result's and `"matched": "domain"` for a domain-level corroboration;
     `ranking` is `{"position", "corroboration", "score", "contributions", "best_rank",
@@ -150,6 +153,7 @@ def merge(
             variant = _Variant(
                 source, rank, str(url).strip(), _text(item, "title"), _text(item, "snippet")
             )
+            variant.sitelinks = item.get("sitelinks") or None
             domain = _cited_domain(key, variant.title)
             if domain is not None:
                 by_domain.append((rank, source, key, domain, variant.url))
@@ -235,7 +239,7 @@ def _canonical_query(query: str, rules: tuple[frozenset[str], tuple[str, ...]]) 
 
 
 class _Variant:
-    __slots__ = ("source", "rank", "url", "title", "snippet", "by_domain")
+    __slots__ = ("source", "rank", "url", "title", "snippet", "by_domain", "sitelinks")
 
     def __init__(self, source: str, rank: int, url: str, title: str, snippet: str) -> None:
         self.source = source
@@ -244,6 +248,7 @@ class _Variant:
         self.title = title
         self.snippet = snippet
         self.by_domain = False
+        self.sitelinks: list[dict[str, str]] | None = None
 
 
 class _Group:
@@ -283,6 +288,7 @@ class _Group:
         titled = sorted((v for v in own if v.title), key=lambda v: _is_bare_domain(v.title))
         title = titled[0].title if titled else ""
         snippet = next((v.snippet for v in own if v.snippet), "")
+        sitelinks = next((v.sitelinks for v in own if v.sitelinks), None)
         sources = []
         for v in sorted(self.variants, key=lambda v: (v.rank, v.source, v.by_domain, v.url)):
             entry: dict[str, Any] = {"source": v.source, "rank": v.rank}
@@ -291,10 +297,11 @@ class _Group:
             if v.by_domain:
                 entry["matched"] = "domain"
             sources.append(entry)
+        result: dict[str, Any] = {"title": title, "url": url, "snippet": snippet}
+        if sitelinks:
+            result["sitelinks"] = sitelinks
         return {
-            "title": title,
-            "url": url,
-            "snippet": snippet,
+            **result,
             "sources": sources,
             "ranking": {
                 "position": position,

@@ -1,7 +1,8 @@
 """The shape of what reaches the model: the `max_result_chars` cap (RULINGS §1).
 
 The cap counts the characters of `results` serialized as compact JSON. Lists lose whole results
-from the end first; only a single result that alone is too long has its snippet (then title) cut.
+from the end first; only a single result that alone is too long loses its sitelinks, then has its
+snippet (then title) cut.
 A Gemini answer (a string) is cut at the limit, on a word boundary where one is near.
 """
 
@@ -29,6 +30,9 @@ def cap_results(results: Any, max_chars: int) -> tuple[Any, bool]:
         kept.pop()
     if json_chars(kept) > max_chars:
         item = dict(kept[0])
+        item.pop("sitelinks", None)  # the extras go before the result's own text is cut
+        if json_chars([item]) <= max_chars:
+            return [item], True
         budget = max_chars - json_chars([{**item, "snippet": "", "title": ""}])
         title_budget = min(len(item["title"]), max(0, budget // 4))
         item["title"] = _cut(item["title"], title_budget)

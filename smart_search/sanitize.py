@@ -371,7 +371,9 @@ def sanitize_results(
     Every string field except `url` goes through `sanitize_text`. A result whose `url` is not an
     absolute http(s) URL (`javascript:`, `data:`, `file:`, relative, empty) is dropped whole: it
     is no search result. Kept URLs have any whitespace or control character percent-encoded so
-    no invisible or bidi character reaches the reader. Other keys pass through unchanged.
+    no invisible or bidi character reaches the reader. A result's `sitelinks` (`{title, url}`
+    each) are sanitized by the same rules, and the key is dropped when none is left. Other keys
+    pass through unchanged.
     """
     if results is None:
         return None
@@ -389,6 +391,11 @@ def sanitize_results(
             out["url"] = url
         for key, value in item.items():
             if key == "url":
+                continue
+            if key == "sitelinks" and isinstance(value, list):
+                value = sanitize_results(value)
+                if value:
+                    out[key] = value
                 continue
             out[key] = (
                 sanitize_text(value, keep_newlines=keep_newlines)

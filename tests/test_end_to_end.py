@@ -97,6 +97,27 @@ def test_example_1_google_page_answers_the_general_agent(env: Env, fake: FakeSer
     assert not fake.requests_to(BRAVE_PATH) and not fake.requests_to(gemini_path())
 
 
+def test_sitelinks_reach_the_caller_on_their_result_and_from_the_cache(
+    env: Env, fake: FakeServer
+) -> None:
+    # Issue 22: a navigational query's first result carries four sub-pages; through the whole
+    # call (sanitizing, the cap, the cache, the schema) they stay on that result.
+    configure(env, fake)
+    fake.route("/search", html("google/results-with-sitelinks-table.html"))
+    first = cli_search(env, "widgetry github", "general")
+    assert first["web_fetch_engine"] == "google" and not first["cached"]
+    assert [r["title"] for r in first["results"]] == [
+        "example-org/widgetry: Small widgets for large dashboards",
+        "Widgetry documentation",
+        "What is new in widgetry 2.4",
+    ]
+    titles = [link["title"] for link in first["results"][0]["sitelinks"]]
+    assert titles == ["Releases", "Issues", "Wiki", "CHANGELOG.md"]
+    again = cli_search(env, "widgetry github", "general")
+    assert again["cached"] and again["results"] == first["results"]
+    assert len(fake.requests_to("/search")) == 1
+
+
 def test_example_2_blocked_scrapers_then_gemini(env: Env, fake: FakeServer) -> None:
     configure(env, fake)
     fake.route("/search", html("google/blocked-sorry.html", 429))  # Google and Bing share /search

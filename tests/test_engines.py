@@ -62,6 +62,12 @@ MADE_NO_RESULTS = [
     ("bing", "bing/no-results-with-challenge-in-script.html"),
     ("duckduckgo", "duckduckgo/no-results-with-anomaly-in-script.html"),
 ]
+# Hand-made pages in the shape of an October 2025 page for a navigational query: a first result
+# with four sub-pages nested under it, then two more organic results (issue 22).
+MADE_SITELINKS = {
+    "google": "google/results-with-sitelinks-table.html",
+    "bing": "bing/results-with-deep-links.html",
+}
 LABELS = {"google": "Google", "bing": "Bing", "duckduckgo": "DuckDuckGo"}
 TAG = re.compile(r"<[A-Za-z/!][^>]*>")
 
@@ -77,18 +83,30 @@ def html(body: str) -> bytes:
 def assert_well_formed(engine: str, results: list[dict[str, Any]]) -> None:
     assert results, "a success has at least one result"
     for result in results:
-        assert set(result) == {"title", "url", "snippet"}
-        assert all(isinstance(value, str) for value in result.values())
-        assert result["title"].strip()
-        parts = urlsplit(result["url"])
-        assert parts.scheme in ("http", "https") and parts.hostname, result["url"]
-        assert not is_engine_wrapper(engine, result["url"]), result["url"]
-        for field in ("title", "snippet"):
-            text = result[field]
-            assert not TAG.search(text), text
-            assert text == " ".join(text.split()), f"whitespace not collapsed: {text!r}"
+        own = {key: value for key, value in result.items() if key != "sitelinks"}
+        assert_link_well_formed(engine, own, {"title", "url", "snippet"})
+        sitelinks = result.get("sitelinks")
+        if "sitelinks" in result:  # the key is there only when the result has some
+            assert sitelinks, result
+            for link in sitelinks:
+                assert_link_well_formed(engine, link, {"title", "url"})
+            links = [link["url"] for link in sitelinks]
+            assert len(links) == len(set(links)) and result["url"] not in links
     urls = [result["url"] for result in results]
     assert len(urls) == len(set(urls))
+
+
+def assert_link_well_formed(engine: str, link: dict[str, Any], keys: set[str]) -> None:
+    assert set(link) == keys
+    assert all(isinstance(value, str) for value in link.values())
+    assert link["title"].strip()
+    parts = urlsplit(link["url"])
+    assert parts.scheme in ("http", "https") and parts.hostname, link["url"]
+    assert not is_engine_wrapper(engine, link["url"]), link["url"]
+    for field in keys - {"url"}:
+        text = link[field]
+        assert not TAG.search(text), text
+        assert text == " ".join(text.split()), f"whitespace not collapsed: {text!r}"
 
 
 def is_engine_wrapper(engine: str, url: str) -> bool:
@@ -130,6 +148,19 @@ def test_real_google_page_keeps_results_pointing_at_google_properties() -> None:
     assert not any("wikipedia.org" in u or "/search" in u for u in urls)
 
 
+def test_real_google_page_reads_the_sitelinks_row_of_its_first_result() -> None:
+    # Under its snippet the first result shows "Google device · Docs · Drive · Images".
+    results = google.parse(page("google/basic-results-google.html"))
+    assert sitelinks(results[0]) == [
+        ("Google device", "https://www.google.com/device"),
+        ("Docs", "https://www.google.com/docs/about/"),
+        ("Drive", "https://www.google.com/drive/"),
+        ("Images", "https://www.google.com/imghp?hl=EN"),
+    ]
+    assert [r["title"] for r in results[1:3]] == ["Google Account", "Google Maps"]
+    assert not [r for r in results[1:] if "sitelinks" in r]
+
+
 def test_real_bing_page_mentions_no_results_only_in_scripts() -> None:
     body = page("bing/results-javascript-tutorial.html")
     assert b"There are no results for" in body  # a Copilot string inside a script
@@ -159,6 +190,92 @@ def test_no_results_page_with_wall_signs_in_its_scripts_is_no_results(
     assert b"<script" in body
     with pytest.raises(errors.NoResults, match=LABELS[engine]):
         engine_module(engine).parse(body)
+
+
+# --- nested blocks: sitelinks, deep links, inline sub-results (issue 22) ----------------------
+
+WIDGETRY = "https://github.com/example-org/widgetry"
+SUB_PAGES = [
+    ("Releases", WIDGETRY + "/releases"),
+    ("Issues", WIDGETRY + "/issues"),
+    ("Wiki", WIDGETRY + "/wiki"),
+    ("CHANGELOG.md", WIDGETRY + "/blob/main/CHANGELOG.md"),
+]
+FIRST_THREE = [
+    WIDGETRY,
+    "https://docs.example.org/widgetry/",
+    "https://blog.example.net/2025/10/widgetry-2-4",
+]
+
+
+def sitelinks(result: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(link["title"], link["url"]) for link in result.get("sitelinks", [])]
+
+
+@pytest.mark.parametrize("engine", sorted(MADE_SITELINKS))
+def test_sitelinks_are_part_of_their_result_not_results(engine: str) -> None:
+    results = engine_module(engine).parse(page(MADE_SITELINKS[engine]))
+    assert [r["url"] for r in results] == FIRST_THREE  # the page's own order, nothing between
+    assert sitelinks(results[0]) == SUB_PAGES
+    assert results[0]["snippet"].startswith("Widgetry is a library of small, composable widgets")
+    assert "sitelinks" not in results[1]
+    assert_well_formed(engine, results)
+
+
+def test_google_inline_sub_result_belongs_to_its_result() -> None:
+    # The indented second page from the same site is part of the result above it; the "More
+    # results from blog.example.net" link is a Google search, not a page.
+    third = google.parse(page(MADE_SITELINKS["google"]))[2]
+    assert sitelinks(third) == [
+        ("Widgetry 2.3: themes", "https://blog.example.net/2025/06/widgetry-2-3")
+    ]
+
+
+def test_bing_deep_link_row_belongs_to_its_result() -> None:
+    # A one-line row of deep links under the snippet; the result's favicon link (`a.tilk`, to
+    # the site's home page) is not one of them.
+    body = page(MADE_SITELINKS["bing"])
+    home = base64.urlsafe_b64encode(b"https://blog.example.net/").rstrip(b"=")
+    assert b'class="tilk"' in body and b"u=a1" + home + b"&" in body
+    third = bing.parse(body)[2]
+    assert sitelinks(third) == [
+        ("Widgetry 2.3: themes", "https://blog.example.net/2025/06/widgetry-2-3"),
+        ("All widgetry posts", "https://blog.example.net/tags/widgetry"),
+    ]
+
+
+def test_google_sitelinks_of_an_ad_go_with_the_ad() -> None:
+    body = page(MADE_SITELINKS["google"])
+    assert b"https://widgets.example.com/pricing" in body  # the ad's own sitelinks table
+    assert "widgets.example.com" not in repr(google.parse(body))
+
+
+def test_google_sitelinks_table_without_class_names_still_belongs_to_its_result() -> None:
+    # Google renames its classes every few months: a table of titled links right under a
+    # result is still that result's.
+    body = re.sub(rb' class="[^"]*"', b"", page(MADE_SITELINKS["google"]))
+    assert b"class=" not in body
+    results = google.parse(body)
+    assert [r["url"] for r in results[:3]] == FIRST_THREE
+    assert sitelinks(results[0]) == SUB_PAGES
+
+
+def test_google_result_from_another_site_in_the_same_block_is_a_result() -> None:
+    # Only pages of a result's own site nest in it: a misread block never swallows a result.
+    def g(url: str, title: str) -> str:
+        return f'<div class="g"><div><a href="{url}"><h3>{title}</h3></a></div></div>'
+
+    body = html(
+        '<div id="rso"><div class="MjjYud"><div class="hlcw0c">'
+        + g("https://one.example/a", "One")
+        + g("https://two.example/b", "Two")
+        + "</div></div></div>"
+    )
+    results = google.parse(body)
+    assert [(r["url"], sitelinks(r)) for r in results] == [
+        ("https://one.example/a", []),
+        ("https://two.example/b", []),
+    ]
 
 
 # --- page-wide signs: what a page shows, never its code ---------------------------------------

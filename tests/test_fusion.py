@@ -276,6 +276,29 @@ def test_a_real_page_listing_one_site_twice_gives_one_result() -> None:
     assert_schema_valid(merged)
 
 
+def test_a_merged_result_keeps_the_sitelinks_a_variant_carried() -> None:
+    # Brave's variant is the best ranked; Bing's, lower, carries the sitelinks (issue 22).
+    links = [{"title": "Releases", "url": "https://github.com/o/r/releases"}]
+    bings = {"title": "o/r", "url": "https://github.com/o/r/", "snippet": "Bing's"}
+    legs = {
+        "brave": [{"title": "o/r", "url": "https://github.com/o/r", "snippet": "Brave's"}],
+        "bing": [
+            {"title": "Other", "url": "https://other.example/", "snippet": "o"},
+            {**bings, "sitelinks": links},
+        ],
+    }
+    merged = merge(legs)
+    first = next(r for r in merged if r["ranking"]["canonical_url"] == "https://github.com/o/r")
+    assert list(first) == ["title", "url", "snippet", "sitelinks", "sources", "ranking"]
+    assert (first["url"], first["snippet"], first["sitelinks"]) == (
+        "https://github.com/o/r",
+        "Brave's",
+        links,
+    )
+    assert [r for r in merged if "sitelinks" in r] == [first]  # the key only where there are some
+    assert_schema_valid(merged)
+
+
 def test_path_case_is_kept_apart() -> None:
     results = page(*BING_PAGE)
     merged = merge({"bing": results})

@@ -33,6 +33,13 @@ def test_a_single_oversized_result_keeps_its_url_and_is_cut_to_fit() -> None:
     assert len(capped[0]["snippet"]) > 500  # cut to fit, not emptied
 
 
+def test_a_single_result_too_long_for_its_sitelinks_loses_them_first() -> None:
+    links = [{"title": f"Page {i}", "url": f"https://example.org/{'p' * 200}{i}"} for i in range(6)]
+    own = {"title": "T", "url": "https://example.org/", "snippet": "word " * 100}
+    capped, truncated = cap_results([{**own, "sitelinks": links}], 1000)
+    assert truncated and capped == [own]
+
+
 def test_an_answer_string_is_cut_on_a_word_boundary() -> None:
     answer = "The quick brown fox jumps over the lazy dog. " * 400
     capped, truncated = cap_results(answer, 10000)
@@ -54,7 +61,12 @@ def test_results_within_the_cap_are_untouched() -> None:
         st.lists(
             st.fixed_dictionaries(
                 {"title": st.text(max_size=300), "url": st.just("https://e.org/p"),
-                 "snippet": st.text(max_size=2000)}
+                 "snippet": st.text(max_size=2000)},
+                optional={"sitelinks": st.lists(
+                    st.fixed_dictionaries({"title": st.text(max_size=200),
+                                           "url": st.just("https://e.org/s")}),
+                    min_size=1, max_size=6,
+                )},
             ),
             min_size=1, max_size=12,
         ),

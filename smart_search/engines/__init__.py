@@ -4,7 +4,8 @@ Each engine is one module with the same two pure functions, so the planner can t
 
 - `build_request(query, settings) -> HttpRequest` only builds the request (no I/O);
 - `parse(body) -> list[dict]` only reads a page: a non-empty list of
-  `{"title", "url", "snippet"}` (plain text, real target URLs), or it raises `errors.Blocked`
+  `{"title", "url", "snippet"}` (plain text, real target URLs; plus `sitelinks`, a list of
+  `{"title", "url"}`, on a result the engine nests links under), or it raises `errors.Blocked`
   (CAPTCHA, consent wall, bot challenge, JavaScript shell), `errors.NoResults` (a genuine empty
   results page) or `errors.ParseError` (anything else). Never a success with junk (RULINGS §5).
 
@@ -70,7 +71,7 @@ def engine_module(name: str) -> ModuleType:
 class EngineCall(NamedTuple):
     """How one engine request ended: the parsed results or the error, and its telemetry."""
 
-    results: list[dict[str, str]] | None
+    results: list[dict[str, Any]] | None
     error: errors.SearchError | None
     sent: bool  # False: nothing left (no pacing slot before the deadline)
     attempt_latencies_ms: list[float]
@@ -109,7 +110,7 @@ def fetch_engine(
     started = time.monotonic()
 
     def ended(
-        results: list[dict[str, str]] | None, error: errors.SearchError | None, status: int | None
+        results: list[dict[str, Any]] | None, error: errors.SearchError | None, status: int | None
     ) -> EngineCall:
         elapsed = round((time.monotonic() - started) * 1000, 1)
         return EngineCall(results, error, True, [elapsed], status)

@@ -7,6 +7,9 @@ Quirks worth knowing:
   The target is the `u` parameter without its "a1" prefix, base64url-encoded without padding;
   the padding is restored before decoding. A link that cannot be decoded is dropped rather
   than returned as a bing.com wrapper.
+- Deep links (`div.b_deep`, the two-column `b_vlist2col` list, a heading per link) sit inside
+  their `li.b_algo`: attached to it as `sitelinks`, never results; the favicon link (`a.tilk`)
+  and links to other sites are not deep links.
 - Ads sit in `li.b_ad` blocks (`b_adTop`, `b_adBottom`), carry a `b_adSlug` label, and link
   through `bing.com/aclick`: all dropped.
 - The bot challenge ("One last step", a Cloudflare Turnstile widget in `div.captcha`) keeps
@@ -30,6 +33,7 @@ from . import BROWSER_HEADERS
 from .html import (
     Page,
     add_result,
+    add_sitelink,
     by_class,
     class_prefixed,
     classify_page,
@@ -37,6 +41,7 @@ from .html import (
     first_by_class,
     has_class,
     parse_html,
+    same_site,
     split_url,
     text_of,
 )
@@ -81,7 +86,7 @@ def build_request(
     )
 
 
-def parse(body: bytes) -> list[dict[str, str]]:
+def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a Bing page, or Blocked / NoResults / ParseError."""
     root = parse_html(body, NAME)
     return classify_page(
@@ -112,8 +117,8 @@ def _shows_challenge(page: Page) -> bool:
     return page.says("one last step", "solve the challenge below")
 
 
-def _results(root: HtmlElement) -> list[dict[str, str]]:
-    results: list[dict[str, str]] = []
+def _results(root: HtmlElement) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
     seen: set[str] = set()
     for item in by_class(root, "li", "b_algo"):
         if _is_ad(item):
@@ -125,8 +130,32 @@ def _results(root: HtmlElement) -> list[dict[str, str]]:
         title = text_of(anchor)
         if url is None or not title:
             continue
-        add_result(results, seen, title, url, _snippet(item))
+        result = add_result(results, seen, title, url, _snippet(item))
+        if result is not None:
+            _add_deep_links(result, item, anchor)
     return results
+
+
+def _add_deep_links(result: dict[str, Any], item: HtmlElement, title: HtmlElement) -> None:
+    """The links under a result's snippet that lead into its site (`div.b_deep`, the two-column
+    `b_vlist2col` list, a heading per link): sitelinks of that result, never results."""
+    for link in item.iter("a"):
+        if link is title or not _in_deep_block(link, item):
+            continue
+        url = target_url(link.get("href"))
+        if url is not None and same_site(url, result["url"]):
+            add_sitelink(result, text_of(link), url)
+
+
+def _in_deep_block(link: HtmlElement, item: HtmlElement) -> bool:
+    for element in link.iterancestors():
+        if element is item:
+            return False
+        if element.tag in ("h2", "h3") or class_prefixed(element, "b_deep"):
+            return True
+        if has_class(element, "b_vlist2col"):
+            return True
+    return False
 
 
 def _title_link(item: HtmlElement) -> HtmlElement | None:

@@ -63,7 +63,7 @@ def build_request(
     )
 
 
-def parse(body: bytes) -> list[dict[str, str]]:
+def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a DuckDuckGo /html/ page, or Blocked / NoResults / ParseError."""
     root = parse_html(body, NAME)
     return classify_page(
@@ -100,8 +100,8 @@ def _shows_challenge(page: Page) -> bool:
     )
 
 
-def _results(root: HtmlElement) -> list[dict[str, str]]:
-    results: list[dict[str, str]] = []
+def _results(root: HtmlElement) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
     seen: set[str] = set()
     for block in by_class(root, "div", "result"):
         if has_class(block, "result--ad") or has_class(block, "result--no-result"):

@@ -16,6 +16,12 @@ Quirks worth knowing:
 - Organic results are found by their `<h3>` title inside a link, not by Google's generated class
   names (they change every few months); the class names are only used to find the result's
   container and snippet, with a fallback when they are gone.
+- Sitelinks (a table of sub-pages under a navigational result, each row its own `h3 > a`),
+  inline sub-results (an indented second page of the same site) and the basic page's
+  "Docs · Drive · Images" row are parts of the result they sit in, never results: a titled link
+  on the same site inside the previous result's block (its outermost known container) or in a
+  table right under it is attached to that result as `sitelinks` (issue 22). Counting each as
+  a result pushed a navigational query's real second and third results down.
 - Ads (`/aclk?` links, googleadservices.com, the `tads`/`bottomads` blocks, an "Ad"/"Sponsored"
   label) and Google's own navigation (`/search?q=...` related searches, knowledge-panel links)
   are dropped. Results that point at Google properties (www.google.com, maps.google.com) are
@@ -25,7 +31,7 @@ Quirks worth knowing:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import parse_qs
 
 from ..config import Settings
@@ -34,10 +40,13 @@ from . import BROWSER_HEADERS
 from .html import (
     Page,
     add_result,
+    add_sitelink,
     classify_page,
     external_url,
     has_class,
+    inside,
     parse_html,
+    same_site,
     split_url,
     text_of,
 )
@@ -105,7 +114,7 @@ def build_request(
     )
 
 
-def parse(body: bytes) -> list[dict[str, str]]:
+def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a Google page, or Blocked / NoResults / ParseError."""
     root = parse_html(body, NAME)
     return classify_page(
@@ -155,9 +164,19 @@ def _shows_js_shell(page: Page) -> bool:
     )
 
 
-def _results(root: HtmlElement) -> list[dict[str, str]]:
-    results: list[dict[str, str]] = []
+class _Block(NamedTuple):
+    """A result's whole block on the page, what nested headings are checked against."""
+
+    element: HtmlElement
+    anchor: HtmlElement  # its title link
+    url: str
+    result: dict[str, Any] | None  # None for an ad or a repeat: what it holds goes with it
+
+
+def _results(root: HtmlElement) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
     seen: set[str] = set()
+    parent: _Block | None = None
     for heading in root.iter("h3"):
         anchor = _anchor_of(heading)
         if anchor is None:
@@ -165,14 +184,72 @@ def _results(root: HtmlElement) -> list[dict[str, str]]:
         url = target_url(anchor.get("href"))
         if url is None:
             continue
-        container = _container_of(anchor)
-        if _is_ad(anchor, container):
-            continue
         title = text_of(heading)
         if not title:
             continue
-        add_result(results, seen, title, url, _snippet(container, anchor))
+        if parent is not None and _nested_in(parent, heading, anchor, url):
+            if parent.result is not None:
+                add_sitelink(parent.result, title, url)
+            continue
+        container = _container_of(anchor)
+        result = None
+        if not _is_ad(anchor, container):
+            result = add_result(results, seen, title, url, _snippet(container, anchor))
+        parent = _Block(_block_of(anchor), anchor, url, result)
+        if result is not None:
+            _add_inline_sitelinks(parent)
     return results
+
+
+def _block_of(anchor: HtmlElement) -> HtmlElement:
+    """The whole block of the result titled by `anchor`: its outermost ancestor with a known
+    container class (sitelinks and sub-results sit beside the title's own container, inside
+    that one), else `_container_of`'s fallback."""
+    block = None
+    for depth, ancestor in enumerate(anchor.iterancestors()):
+        if depth > 8:
+            break
+        if _is_container(ancestor):
+            block = ancestor
+    return block if block is not None else _container_of(anchor)
+
+
+def _nested_in(parent: _Block, heading: HtmlElement, anchor: HtmlElement, url: str) -> bool:
+    """True when a titled link is part of the result before it, not a result of its own: a sitelink
+    or an inline sub-result (a "More results from this site" link is a Google search, dropped
+    before this). It sits inside that result's block, or (where class names are gone) in a table
+    right under it; and it is on the same site, which every such block is, so a misread block
+    never swallows a result."""
+    if not same_site(url, parent.url):
+        return False
+    if inside(anchor, parent.element):
+        return True
+    table = next(heading.iterancestors("table"), None)
+    if table is None or inside(parent.anchor, table):
+        return False  # no table, or a layout table holding the results themselves
+    for depth, ancestor in enumerate(table.iterancestors()):
+        if depth > 2:
+            break
+        if inside(parent.anchor, ancestor):
+            return True
+    return False
+
+
+def _add_inline_sitelinks(block: _Block) -> None:
+    """The result's links that are not titles (the basic page's "Docs · Drive · Images" row
+    under a snippet): sitelinks when they lead to the result's own site."""
+    assert block.result is not None
+    for link in block.element.iter("a"):
+        if link is block.anchor or _in_heading(link):
+            continue  # titled links are the headings' business (see `_results`)
+        url = target_url(link.get("href"))
+        if url is not None and same_site(url, block.url):
+            add_sitelink(block.result, text_of(link), url)
+
+
+def _in_heading(link: HtmlElement) -> bool:
+    """True for a link in a heading or holding one: a title."""
+    return any(True for _ in link.iterancestors("h3")) or any(True for _ in link.iter("h3"))
 
 
 def _anchor_of(heading: HtmlElement) -> HtmlElement | None:
@@ -215,14 +292,18 @@ def _container_of(anchor: HtmlElement) -> HtmlElement:
     for depth, ancestor in enumerate(anchor.iterancestors()):
         if depth > 8:
             break
-        classes = (ancestor.get("class") or "").split()
-        if any(name in classes for name in _CONTAINER_CLASSES):
+        if _is_container(ancestor):
             return ancestor
     parent = anchor.getparent()
     if parent is None:
         return anchor
     grandparent = parent.getparent()
     return grandparent if grandparent is not None else parent
+
+
+def _is_container(element: HtmlElement) -> bool:
+    classes = (element.get("class") or "").split()
+    return any(name in classes for name in _CONTAINER_CLASSES)
 
 
 def _is_ad(anchor: HtmlElement, container: HtmlElement) -> bool:
@@ -253,7 +334,7 @@ def _snippet(container: HtmlElement, anchor: HtmlElement) -> str:
         candidates = [
             element
             for element in container.iter("div", "span")
-            if has_class(element, name) and not _inside(element, anchor)
+            if has_class(element, name) and not inside(element, anchor)
         ]
         for element in candidates:
             if any(has_class(inner, name) for inner in element.iterdescendants("div", "span")):
@@ -262,10 +343,6 @@ def _snippet(container: HtmlElement, anchor: HtmlElement) -> str:
             if text:
                 return text
     return text_of(container, skip=anchor)
-
-
-def _inside(element: HtmlElement, ancestor: HtmlElement) -> bool:
-    return any(parent is ancestor for parent in element.iterancestors())
 
 
 # --- filters (issue 15) ----------------------------------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
 from .. import errors
@@ -97,10 +97,10 @@ def classify_page(
     root: HtmlElement,
     *,
     wall: str | None,
-    results: list[dict[str, str]],
+    results: list[dict[str, Any]],
     no_results: Check,
     walls: Sequence[tuple[str, Check]] = (),
-) -> list[dict[str, str]]:
+) -> list[dict[str, Any]]:
     """The outcome ladder of every engine's page (RULINGS §5), each rung fed by the engine:
 
     1. `wall`, a wall found in the page's structure (a CAPTCHA form, a challenge widget), is
@@ -194,6 +194,11 @@ def by_class(root: HtmlElement, tag: str, token: str) -> Iterator[HtmlElement]:
             yield element
 
 
+def inside(element: HtmlElement, ancestor: HtmlElement) -> bool:
+    """True when `element` lies somewhere under `ancestor`."""
+    return any(parent is ancestor for parent in element.iterancestors())
+
+
 def first_by_class(root: HtmlElement, tag: str, token: str) -> HtmlElement | None:
     return next(by_class(root, tag, token), None)
 
@@ -276,10 +281,43 @@ def external_url(url: str | None, is_own: Callable[[str, str], bool]) -> str | N
 
 
 def add_result(
-    results: list[dict[str, str]], seen: set[str], title: str, url: str, snippet: str
-) -> None:
-    """Append one result unless its URL was already listed (engines repeat sitelinks)."""
+    results: list[dict[str, Any]], seen: set[str], title: str, url: str, snippet: str
+) -> dict[str, Any] | None:
+    """Append one result unless its URL was already listed; the new result, or None."""
     if url in seen:
-        return
+        return None
     seen.add(url)
-    results.append({"title": title, "url": url, "snippet": snippet})
+    result = {"title": title, "url": url, "snippet": snippet}
+    results.append(result)
+    return result
+
+
+def same_site(url: str, other: str) -> bool:
+    """True when both URLs are on one host, or one host is under the other (`www.` aside): a
+    result's sitelinks are pages of its own site."""
+    first, second = _site(url), _site(other)
+    return bool(first) and (
+        first == second or first.endswith("." + second) or second.endswith("." + first)
+    )
+
+
+def _site(url: str) -> str:
+    parts = split_url(url)
+    host = (parts.hostname or "") if parts is not None else ""
+    return host.lower().removeprefix("www.")
+
+
+# Google's sitelinks table shows at most six; a longer list only crowds out later results
+# under the output cap.
+MAX_SITELINKS = 6
+
+
+def add_sitelink(result: dict[str, Any], title: str, url: str) -> None:
+    """Attach a link nested in `result` (a sitelink, a deep link, an inline sub-result) to it as
+    `{"title", "url"}` under `sitelinks`, the key present only when there is one: never the
+    result's own URL, never twice, at most MAX_SITELINKS."""
+    if not title or url == result["url"]:
+        return
+    links = result.setdefault("sitelinks", [])
+    if len(links) < MAX_SITELINKS and all(link["url"] != url for link in links):
+        links.append({"title": title, "url": url})
