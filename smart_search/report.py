@@ -43,6 +43,9 @@ from typing import Any
 import orjson
 
 from .config import DEFAULT_MONTHLY_LIMITS, DEFAULT_RESET_TIMEZONES
+from .logline import log_version
+from .logs import ROTATED_SEARCH_LOG as LOG_FILE
+from .stamps import utc_stamp
 
 REPORT_VERSION = 1
 PROVIDERS = ("gemini", "brave")
@@ -51,9 +54,9 @@ ENGINES = ("google", "bing", "duckduckgo")
 TIER_ORDER = ("cache", "gemini", "brave", "google", "bing", "duckduckgo", "web_fetch")
 OUTCOMES = ("success", "failed", "skipped")
 SKIP_REASONS = ("truncated", "oversized", "not_json", "foreign", "malformed", "unknown_version")
-# Every log version this release writes or wrote: 1 (no `log_version`), 2 (`units`), 3 (`cached`,
-# `units_saved`). Kept in step with tools.LOG_VERSION by a test.
-LOG_VERSIONS = (1, 2, 3)
+# Every log version this release writes or wrote, from 1 (no `log_version`) to the line schema's
+# (schemas/search-log.json says what each added). A line is first mode unless `mode` says deep.
+LOG_VERSIONS = tuple(range(1, log_version() + 1))
 DEFAULT_DAYS = 7
 MAX_DAYS = 100_000
 MAX_LINE = 1 << 20
@@ -61,8 +64,6 @@ CHUNK = 1 << 20
 # From this much log to read, two processes share the files (a month of 50 agents is ~100 MB).
 PARALLEL_BYTES = 16 << 20
 TEXT_WIDTH = 100
-# search-2026-11-30.jsonl, and rotated copies: search-2026-11-30.jsonl.1, ....jsonl.2.gz
-LOG_FILE = re.compile(r"search-(\d{4}-\d{2}-\d{2})\.jsonl(?:\.(\d{1,6}))?(\.gz)?")
 _AGENT_ID = re.compile(r"[a-z0-9-]+")
 _TIER_OF_PROVIDER = {"gemini": "gemini", "brave": "brave", "cache": "cache"}
 _SOURCE_INDEX = {s: i for i, s in enumerate(SOURCES)}
@@ -512,7 +513,7 @@ class Aggregator:
         engines = _engine_names(self.buckets.values())
         return {
             "report_version": REPORT_VERSION,
-            "generated_at": _utc_stamp(window.now),
+            "generated_at": utc_stamp(window.now),
             "since": self.since,
             "until": self.until,
             "days": len(all_days),
@@ -811,6 +812,10 @@ def _engine_names(buckets: Iterable[Bucket]) -> list[str]:
     return list(ENGINES) + sorted(seen - set(ENGINES))
 
 
+# The code that reads log lines: it reads no field schemas/search-log.json lacks (a test checks).
+LINE_READERS = (Aggregator.feed, Aggregator._line, _tier_name)
+
+
 def _rate(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
@@ -837,10 +842,6 @@ def _parse_stamp(stamp: str) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def _utc_stamp(now: float) -> str:
-    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _days(first: date, last: date) -> list[str]:
