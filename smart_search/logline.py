@@ -2,8 +2,8 @@
 
 `log_search` shapes one smart_search result into the line and appends it (`logs.append_search_log`:
 one write, scrubbed, never raises). The schema is the line's one definition: the version written
-here is its `log_version`, and the report (`report/lines.py`) reads the versions it accepts and
-the fields it may read from it too.
+here is its `log_version`, and the report (`report/aggregate.py`) reads the versions it accepts
+and may read only the fields it declares (a test holds it to that).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from .config import Settings
 
 SCHEMA = "search-log.json"
-MODES = ("first", "deep")
 
 
 def log_version() -> int:
@@ -39,9 +38,8 @@ def build_line(
     units_saved: int = 0,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """The line for one call's `result` (smart_search's full result shape)."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    """The line for one call's `result` (smart_search's full result shape); `mode` is "first"
+    or "deep" (the schema's enum)."""
     return {
         "timestamp": utc_stamp(now, millis=True),
         "agent_id": agent_id,
