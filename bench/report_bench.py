@@ -2,7 +2,7 @@
 
     python bench/report_bench.py [--agents 50] [--lines 100000] [--runs 5] [--keep DIR]
 
-Writes November 2026 as 30 daily files of realistic log lines (log versions 1 and 2, every tier,
+Writes November 2026 as 30 daily files of realistic log lines (log versions 1 and 4, every tier,
 failures, cache hits, deep searches) into a temporary state directory, then times:
 
 - the report in a fresh process, as an operator runs it:
@@ -62,7 +62,7 @@ def attempt(tier: int, provider: str, engine: str | None, outcome: str, rng: ran
 
 
 def line(day: date, agent: str, rng: random.Random) -> dict:
-    v2 = day.day > 10  # the first ten days were written by the previous log version
+    v2 = day.day > 10  # the first ten days were written by log version 1; the rest by today's
     moment = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(
         seconds=rng.randrange(86400)
     )
@@ -78,7 +78,7 @@ def line(day: date, agent: str, rng: random.Random) -> dict:
     cached = False
     if v2 and roll < 0.12:
         cached, provider = True, routed
-        attempts.append({"tier": 0, "provider": "cache", "engine": None, "outcome": "success",
+        attempts.append({"tier": 1, "provider": "cache", "engine": None, "outcome": "success",
                          "error_code": None, "error": None, "http_status": None, "retries": 0,
                          "latency_ms": 0.4, "attempt_latencies_ms": [], "quota_source": None,
                          "units": 0})  # fmt: skip
@@ -112,9 +112,8 @@ def line(day: date, agent: str, rng: random.Random) -> dict:
     }  # fmt: skip
     if v2:
         units = sum(a.get("units", 0) for a in attempts)
-        record.update(log_version=2, units=units, mode=rng.choice(("first",) * 9 + ("deep",)))
-        if cached:
-            record.update(cached=True, units_saved=1)
+        record.update(log_version=4, units=units, cached=cached, units_saved=1 if cached else 0,
+                      mode=rng.choice(("first",) * 9 + ("deep",)))  # fmt: skip
     return record
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from .errors import InvalidInput, SearchError, StateCorrupt
+from .stamps import utc_stamp
 
 EXPORT_FORMAT = "smart-search/state@1"
 USAGE = "usage: smart-search state export\n       smart-search state import [--add] FILE\n"
@@ -69,7 +70,7 @@ def _export() -> Document:
         "format": EXPORT_FORMAT,
         "backend": store.kind,
         "where": store.where(),
-        "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "exported_at": utc_stamp(),
         "documents": store.export_state(),
     }
 

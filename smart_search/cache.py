@@ -258,7 +258,9 @@ class Flight:
         from .tiers import Outcome, _record
 
         provider = found.get("provider") or tier.provider
-        self.cached_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(found["stored_at"]))
+        from .stamps import utc_stamp
+
+        self.cached_at = utc_stamp(found["stored_at"])
         units = found.get("units")
         self.units_saved = units if isinstance(units, int) and units > 0 else 0
         self._count(hit=True, units=self.units_saved)

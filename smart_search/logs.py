@@ -26,7 +26,14 @@ LOG_DIR = "logs"
 INTERNAL_ERRORS_LOG = "internal-errors.log"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NAME = re.compile(r"search-(\d{4}-\d{2}-\d{2})\.jsonl")
+# search-2026-11-30.jsonl (the ledger's day), and the copies a rotation tool may leave beside it,
+# search-2026-11-30.jsonl.1, ....jsonl.2.gz (the report reads those too; retention leaves them).
+SEARCH_LOG = re.compile(r"search-(\d{4}-\d{2}-\d{2})\.jsonl")
+ROTATED_SEARCH_LOG = re.compile(SEARCH_LOG.pattern + r"(?:\.(\d{1,6}))?(\.gz)?")
+
+
+def search_log_name(day: str) -> str:
+    return f"search-{day}.jsonl"
 
 
 def log_dir(state_dir: str) -> str:
@@ -50,7 +57,7 @@ def append_search_log(
         line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
         dir_fd = open_log_dir(state_dir)
         try:
-            append(dir_fd, f"search-{day}.jsonl", line)
+            append(dir_fd, search_log_name(day), line)
             prune_logs(dir_fd, day, retention_days)
         finally:
             os.close(dir_fd)
@@ -64,11 +71,10 @@ def append_search_log(
 def append_internal_error(state_dir: str, text: str, secrets: tuple[str, ...]) -> None:
     """Append a dated traceback to `logs/internal-errors.log`, scrubbed of `secrets` (a
     traceback can quote a header or a URL). Raises on failure: the caller decides."""
-    import time
-
     from .scrub import scrub
+    from .stamps import utc_stamp
 
-    stamped = time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + text
+    stamped = f"{utc_stamp()} {text}"
     dir_fd = open_log_dir(state_dir)
     try:
         append(dir_fd, INTERNAL_ERRORS_LOG, scrub(stamped, secrets).encode("utf-8", "replace"))
@@ -117,7 +123,7 @@ def prune_logs(directory: str | int, today: str, retention_days: int) -> list[st
     dir_fd = directory if isinstance(directory, int) else None
     removed = []
     for name in os.listdir(directory):
-        match = _NAME.fullmatch(name)
+        match = SEARCH_LOG.fullmatch(name)
         if not match:
             continue
         try:

@@ -12,11 +12,6 @@ from .config import Settings
 from .errors import SearchError, UnknownAgent, unknown_agent
 from .ledger import Ledger
 
-# Version 2 lines add `log_version`, `units` (billed units of the whole call) and per-attempt
-# `units`; lines without `log_version` are version 1. Version 3 adds `cached` (the answer came
-# from the result cache) and `units_saved` (what that answer cost when it was first bought).
-LOG_VERSION = 3
-
 
 def failure_result(
     tool: str | None, err: SearchError, queries_remaining: int | None = None
@@ -48,6 +43,7 @@ def smart_search(
 ) -> dict[str, Any]:
     from . import cache, output, planner, quota
     from .breaker import Breaker
+    from .logline import log_search
     from .pacing import wait_for_slot
     from .store import open_store
     from .tiers import RealBackends, Run, fit_api_queries, run_tiers
@@ -105,7 +101,8 @@ def smart_search(
         snapshot = _snapshot(ledger, settings)
     except SearchError as err:
         result = failure_result("smart_search", err)
-        _log(settings, day, agent_id, query, force, result, started)
+        log_search(settings, day, result, agent_id=agent_id, query=query, force=force,
+                   mode="deep" if deep else "first", started=started)  # fmt: skip
         return result
 
     overcommit = None if snapshot is None else quota.overcommit_warning(snapshot, ledger.ceilings)
@@ -155,7 +152,8 @@ def smart_search(
         result["cached"], result["cached_at"] = True, flight.cached_at
     result["attempts"] = [a.as_dict() for a in outcome.attempts]
     saved = flight.units_saved if flight is not None and result["cached"] else 0
-    _log(settings, day, agent_id, query, force, result, started, saved)
+    log_search(settings, day, result, agent_id=agent_id, query=query, force=force,
+               mode="deep" if deep else "first", started=started, units_saved=saved)  # fmt: skip
     return result
 
 
@@ -170,52 +168,6 @@ def _snapshot(ledger: Ledger, settings: Settings) -> dict[str, Any] | None:
         if settings.state_backend.get("on_unavailable") != "web_only":
             raise
         return None
-
-
-def _log(
-    settings: Settings,
-    day: str,
-    agent_id: str,
-    query: str,
-    force: str | None,
-    result: dict[str, Any],
-    started: float,
-    units_saved: int = 0,
-) -> None:
-    from .logs import append_search_log
-    from .output import summary
-
-    record = {
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-        + f".{int(time.time() * 1000) % 1000:03d}Z",
-        "agent_id": agent_id,
-        "query": query,
-        "provider_used": result["provider_used"],
-        "force_provider": force,
-        "quota_source": result["quota_source"],
-        "queries_remaining": result["queries_remaining"],
-        "success": result["error"] is None,
-        "response_summary": summary(result["results"]),
-        "error": result["error"],
-        "fallback_used": result["fallback_used"],
-        "web_fetch_engine": result["web_fetch_engine"],
-        "error_code": result["error_code"],
-        "attempts": result["attempts"],
-        "latency_ms": round((time.monotonic() - started) * 1000, 1),
-        "log_version": LOG_VERSION,
-        "units": sum(a["units"] for a in result["attempts"]),
-        "cached": result["cached"],
-        "units_saved": units_saved,
-    }
-    from .scrub import settings_secrets
-
-    append_search_log(
-        settings.state_dir,
-        day,
-        record,
-        settings.log_retention_days,
-        secrets=settings_secrets(settings),
-    )
 
 
 def search_quota_status(args: dict[str, Any], settings: Settings) -> dict[str, Any]:

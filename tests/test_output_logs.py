@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from smart_search.logs import append_search_log, prune_logs
 from smart_search.output import cap_results, json_chars, summary
-from tests.conftest import SCHEMAS, _registry
+from tests.conftest import SCHEMAS, Env, _registry
 
 
 def compact(value: object) -> int:
@@ -130,3 +130,49 @@ def test_jsonschema_itself_rejects_a_trailing_newline_in_agent_id() -> None:
     assert validator.is_valid({"query": "q", "agent_id": "general"})
     assert not validator.is_valid({"query": "q", "agent_id": "general\n"})
     assert not validator.is_valid({"query": "q", "agent_id": "general\r"})
+
+
+def test_every_line_the_writer_writes_is_what_the_line_schema_allows(env: Env) -> None:
+    """Real calls of every kind (an API answer, a cache hit, a forced provider, a deep call, a
+    call where every source fails): each line validates against schemas/search-log.json."""
+    from jsonschema import Draft202012Validator
+
+    from tests.fakes import FakeServer, Reply
+    from tests.test_deep import AGENT, QUERY, answer_all, configure
+
+    with FakeServer() as fake:
+        configure(env, fake, deep_max_units=4)
+        answer_all(fake)
+        calls = [
+            {"query": QUERY, "agent_id": AGENT},
+            {"query": QUERY, "agent_id": AGENT},  # the result cache answers
+            {"query": "another query", "agent_id": AGENT, "force_provider": "gemini"},
+            {"query": QUERY, "agent_id": AGENT, "mode": "deep"},
+        ]
+        for args in calls:
+            assert env.call("smart_search", args)["error"] is None
+        for path in ("/res/v1/web/search", "/html/", "/search"):
+            fake.route(path, Reply(500, b"down"))
+        fake.route("/v1beta/models/gemini-flash-latest:generateContent", Reply(500, b"down"))
+        failed = env.call("smart_search", {"query": "a third query", "agent_id": AGENT})
+        assert failed["error_code"] == "all_exhausted"
+    lines = [
+        json.loads(raw)
+        for path in sorted((env.state_dir / "logs").glob("search-*.jsonl"))
+        for raw in path.read_text().splitlines()
+    ]
+    assert [(line["mode"], line["cached"], line["success"]) for line in lines] == [
+        ("first", False, True),
+        ("first", True, True),
+        ("first", False, True),
+        ("deep", False, True),
+        ("first", False, False),
+    ]
+    schema = json.loads((SCHEMAS / "search-log.json").read_text())
+    validator = Draft202012Validator(schema, registry=_registry())
+    for line in lines:
+        errors = list(validator.iter_errors(line))
+        assert not errors, (errors[0].message, line)
+    # The schema is strict enough to catch a line missing `mode` or carrying an invented field.
+    assert not validator.is_valid({k: v for k, v in lines[0].items() if k != "mode"})
+    assert not validator.is_valid({**lines[0], "modus": "deep"})

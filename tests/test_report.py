@@ -62,7 +62,8 @@ def att(provider: str, outcome: str, latency: float | None = None, **extra: Any)
 
 
 def rec(stamp: str, agent: str, provider: str | None, **extra: Any) -> dict[str, Any]:
-    """A log line as tools._log writes it (log version 1 unless extra says log_version=2)."""
+    """A log line as an older release wrote it (log version 1 unless extra says log_version=2);
+    lines of the version written today come from the real builder (`line`)."""
     success = extra.pop("success", True)
     record = {
         "timestamp": stamp,
@@ -83,6 +84,33 @@ def rec(stamp: str, agent: str, provider: str | None, **extra: Any) -> dict[str,
     }
     record.update(extra)
     return record
+
+
+def line(stamp: str, agent: str, provider: str | None, **extra: Any) -> dict[str, Any]:
+    """The line the real writer (logline.build_line) writes for a call that ended with this
+    result at `stamp`: today's log version, every field, `mode` included."""
+    from smart_search.logline import build_line
+
+    success = extra.pop("success", True)
+    result = {
+        "results": "r" if success else None,
+        "provider_used": provider,
+        "quota_source": extra.pop("source", "none"),
+        "queries_remaining": 3,
+        "error": None if success else "All search providers exhausted or unavailable.",
+        "fallback_used": extra.pop("fallback", False),
+        "web_fetch_engine": extra.pop("engine", None),
+        "error_code": extra.pop("code", None),
+        "attempts": extra.pop("attempts", []),
+        "cached": extra.pop("cached", False),
+    }
+    moment = datetime.fromisoformat(stamp).timestamp()
+    written = build_line(result, agent_id=agent, query="q", force=None, now=moment,
+                         mode=extra.pop("mode"), latency_ms=extra.pop("latency"),
+                         units_saved=extra.pop("units_saved", 0))  # fmt: skip
+    assert not extra, extra
+    assert written["timestamp"] == stamp
+    return written
 
 
 def dumps(*records: dict[str, Any]) -> bytes:
@@ -130,14 +158,14 @@ def write_known_logs(state_dir: Path) -> Path:
             "fallback_used": False, "web_fetch_engine": None,
         }).encode() + b"\n",
         "search-2025-11-30.jsonl": dumps(
-            # L6 gamma, v2, deep: Gemini ran 3 search queries, paid from the pool.
-            rec("2025-11-30T10:00:00.000Z", "gamma", "gemini", source="shared_pool", latency=950,
-                log_version=2, units=3, mode="deep",
-                attempts=[att("gemini", "success", 900, source="shared_pool", units=3)]),
-            # L7 alpha, v2: a cache hit, saved 2 units, charged none.
-            rec("2025-11-30T11:00:00.000Z", "alpha", "gemini", source="agent_allocation",
-                latency=2.0, log_version=2, units=0, cached=True, units_saved=2, mode="first",
-                attempts=[att("cache", "success", 1.5, tier=0, units=0)]),
+            # L6 gamma, today's version, deep: Gemini ran 3 search queries, paid from the pool.
+            line("2025-11-30T10:00:00.000Z", "gamma", "gemini", source="shared_pool", latency=950,
+                 mode="deep",
+                 attempts=[att("gemini", "success", 900, source="shared_pool", units=3)]),
+            # L7 alpha, today's version: a cache hit, saved 2 units, charged none.
+            line("2025-11-30T11:00:00.000Z", "alpha", "gemini", source="agent_allocation",
+                 latency=2.0, cached=True, units_saved=2, mode="first",
+                 attempts=[att("cache", "success", 1.5, units=0)]),
             # L8 gamma, v2: brave from its allocation (Tokyo 23:30, UTC 11-30).
             rec("2025-11-30T14:30:00.000Z", "gamma", "brave", source="agent_allocation",
                 latency=220, log_version=2, units=1,
@@ -157,10 +185,10 @@ def write_known_logs(state_dir: Path) -> Path:
             rec("2025-12-01T03:00:00.000Z", "beta", "brave", source="agent_allocation",
                 latency=250, log_version=2, units=1,
                 attempts=[att("brave", "success", 240, source="agent_allocation", units=1)]),
-            # L12 gamma, v2: 2 Gemini units from direct headroom, LA 12-01 01:00.
-            rec("2025-12-01T09:00:00.000Z", "gamma", "gemini", source="provider_direct",
-                latency=710, log_version=2, units=2, mode="first",
-                attempts=[att("gemini", "success", 700, source="provider_direct", units=2)]),
+            # L12 gamma, today's version: 2 Gemini units from direct headroom, LA 12-01 01:00.
+            line("2025-12-01T09:00:00.000Z", "gamma", "gemini", source="provider_direct",
+                 latency=710, mode="first",
+                 attempts=[att("gemini", "success", 700, source="provider_direct", units=2)]),
         )
         # Lines that cannot be counted: foreign, not JSON, a future version, wrong types.
         + b'{"event": "rotated", "at": "2025-12-01"}\n'
@@ -364,12 +392,12 @@ BUDGETS = [
 ]  # fmt: skip
 FILES = {"matched": 8, "read": 7, "unreadable": 0, "ignored": 2, "days_without_logs": 0,
          "missing_days": []}  # fmt: skip
-# 22 lines read: 16 counted, L0 outside the days, 5 skipped; versions: 8 v1 and 9 v2 lines.
+# 22 lines read: 16 counted, L0 outside the days, 5 skipped; versions: 8 v1, 6 v2, 3 v4 lines.
 LINES = {
     "read": 22, "counted": 16, "not_counted": 1, "skipped": 5,
     "skipped_by_reason": {"truncated": 1, "oversized": 0, "not_json": 1, "foreign": 1,
                           "malformed": 1, "unknown_version": 1},
-    "by_version": {"1": 8, "2": 9, "3": 0},
+    "by_version": {"1": 8, "2": 6, "3": 0, "4": 3},
 }  # fmt: skip
 
 
@@ -601,7 +629,7 @@ def test_svg_geometry_follows_the_numbers() -> None:
                                             r'height="([^"]+)" fill="#000000"><title>',
                                             svg)]  # fmt: skip
     assert len(heights) == 2 and heights[0] == pytest.approx(2 * heights[1], abs=0.11)
-    assert [report._scale(v) for v in (0, 3, 7, 10, 101, 150, 5250)] == [
+    assert [report.svg._scale(v) for v in (0, 3, 7, 10, 101, 150, 5250)] == [
         (4, 1), (3, 1), (8, 2), (10, 5), (150, 50), (150, 50), (6000, 2000)]  # fmt: skip
 
 
@@ -684,7 +712,7 @@ def test_odd_lines_each_count_once_under_their_reason(tmp_path: Path) -> None:
         "read": 14, "counted": 3, "not_counted": 0, "skipped": 11,
         "skipped_by_reason": {"truncated": 0, "oversized": 0, "not_json": 2, "foreign": 4,
                               "malformed": 3, "unknown_version": 2},
-        "by_version": {"1": 2, "2": 1, "3": 0},
+        "by_version": {"1": 2, "2": 1, "3": 0, "4": 0},
     }  # fmt: skip
     totals = doc["totals"]
     assert totals["units"]["gemini"] == units(alloc=1)
@@ -699,8 +727,8 @@ def test_odd_lines_each_count_once_under_their_reason(tmp_path: Path) -> None:
 def test_oversized_lines_are_skipped_without_being_held(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(report, "MAX_LINE", 1000)
-    monkeypatch.setattr(report, "CHUNK", 64)
+    monkeypatch.setattr(report.reading, "MAX_LINE", 1000)
+    monkeypatch.setattr(report.reading, "CHUNK", 64)
     logs = tmp_path / "logs"
     logs.mkdir()
     ok = json.dumps(rec("2025-11-29T01:00:00Z", "alpha", "brave", source="shared_pool")).encode()
@@ -724,14 +752,14 @@ def test_streamed_lines_are_the_lines_whatever_the_chunking(
     path = tmp_path_factory.mktemp("s") / "f.jsonl"
     data = b"\n".join(lines) + (b"" if tail or not lines else b"\n")
     path.write_bytes(data)
-    old = report.CHUNK
-    report.CHUNK = chunk
+    old = report.reading.CHUNK
+    report.reading.CHUNK = chunk
     try:
         skipped = dict.fromkeys(report.SKIP_REASONS, 0)
         got = [(line, is_tail) for batch, is_tail in report.read_batches(str(path), skipped)
                for line in batch]  # fmt: skip
     finally:
-        report.CHUNK = old
+        report.reading.CHUNK = old
     expected = data.split(b"\n")
     last = expected.pop()
     want = [(line, False) for line in expected] + ([(last, True)] if last else [])
@@ -988,8 +1016,96 @@ def test_main_in_process_returns_codes(capsys: pytest.CaptureFixture[str]) -> No
         report.Window(date(2025, 1, 2), date(2025, 1, 1))
 
 
-def test_the_report_reads_every_log_version_the_searches_write() -> None:
-    from smart_search.report import LOG_VERSIONS
-    from smart_search.tools import LOG_VERSION
+# --- the line schema: one definition shared by the writer and the report ----------------------
 
-    assert LOG_VERSIONS == tuple(range(1, LOG_VERSION + 1))
+
+def line_schema() -> dict[str, Any]:
+    return json.loads((SCHEMAS / "search-log.json").read_text())
+
+
+def test_the_report_reads_every_log_version_the_schema_declares() -> None:
+    from smart_search.logline import log_version
+
+    written = line_schema()["properties"]["log_version"]["const"]
+    assert log_version() == written >= 4  # 4 added `mode`
+    assert report.LOG_VERSIONS == tuple(range(1, written + 1))
+
+
+def test_the_known_lines_of_todays_version_are_what_the_schema_allows(tmp_path: Path) -> None:
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(line_schema(), registry=_registry())
+    logs = write_known_logs(tmp_path)
+    current = [
+        rec
+        for path in sorted(logs.glob("search-*.jsonl"))
+        for raw in path.read_bytes().splitlines()
+        if b'"log_version": 4' in raw and type(rec := json.loads(raw)) is dict
+    ]
+    assert [r["mode"] for r in current] == ["deep", "first", "first"]  # L6, L7, L12
+    for rec in current:
+        errors = list(validator.iter_errors(rec))
+        assert not errors, errors[0]
+
+
+def fields_read(source: str) -> set[str]:
+    """The string keys a module reads: `x.get("k")`, `get("k")`, `x["k"]`, `"k" in x`."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        key = None
+        if isinstance(node, ast.Call) and node.args and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == "get")
+            or (isinstance(node.func, ast.Name) and node.func.id == "get")
+        ):
+            key = node.args[0]
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            key = node.slice
+        elif isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In | ast.NotIn):
+            key = node.left
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            found.add(key.value)
+    return found
+
+
+def test_every_field_the_report_reads_is_declared_by_the_line_schema() -> None:
+    """RULINGS §6: a report column fed by a field no writer writes is a defect. The module that
+    reads lines (report/aggregate.py) reads only what schemas/search-log.json declares (attempts:
+    their schema)."""
+    import inspect
+
+    schema = line_schema()
+    attempt = json.loads((SCHEMAS / "smart_search.result.json").read_text())["$defs"]["attempt"]
+    declared = set(schema["properties"]) | set(attempt["properties"])
+    read = fields_read(inspect.getsource(report.aggregate))
+    assert {"mode", "agent_id", "attempts", "units_saved", "outcome"} <= read  # it sees reads
+    assert read <= declared, sorted(read - declared)
+    # ... and the check itself catches a field the schema lacks.
+    assert fields_read('rec.get("modus"); att["unit"]; "x" in rec') == {"modus", "unit", "x"}
+
+
+def test_a_real_deep_call_counts_in_the_deep_column(env: Env) -> None:
+    """Two real CLI calls, one deep: the lines say their mode and the report counts one deep."""
+    from tests.fakes import FakeServer
+    from tests.test_deep import AGENT, QUERY, answer_all, configure
+
+    with FakeServer() as fake:
+        configure(env, fake, deep_max_units=4)
+        answer_all(fake)
+        for mode in ("deep", "first"):
+            request = {"tool": "smart_search",
+                       "args": {"query": QUERY, "agent_id": AGENT, "mode": mode}}  # fmt: skip
+            proc = env.run_cli(json.dumps(request))
+            assert proc.returncode == 0 and json.loads(proc.stdout)["error"] is None, proc.stderr
+    lines = [json.loads(raw) for path in sorted((env.state_dir / "logs").glob("search-*.jsonl"))
+             for raw in path.read_text().splitlines()]  # fmt: skip
+    assert [line["mode"] for line in lines] == ["deep", "first"]
+    proc = run_report(env, "--days", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    validate(doc)
+    assert (doc["totals"]["searches"], doc["totals"]["deep"]) == (2, 1)
+    assert [(a["agent_id"], a["deep"]) for a in doc["by_agent"]] == [(AGENT, 1)]
+    text = run_report(env, "--days", "2").stdout
+    assert re.search(rf"^{AGENT}\s+2\s+2\s+0\s+1\s", text, re.M)  # searches, ok, failed, deep

@@ -56,8 +56,10 @@ def test_one_log_line_per_search_with_the_spec_fields(keyed: Env) -> None:
         "units",
         "cached",
         "units_saved",
+        "mode",
     }
     assert all(set(line) == spec_fields for line in lines)
+    assert [line["mode"] for line in lines] == ["first", "first"]
     assert lines[0]["success"] is True and lines[0]["web_fetch_engine"] == "google"
     assert len(lines[0]["response_summary"]) <= 500
     assert lines[1]["success"] is False and lines[1]["error_code"] == "all_exhausted"

@@ -280,4 +280,6 @@ def _is_code(value: str, length: int) -> bool:
 
 
 def _rfc3339(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    from ..stamps import utc_stamp
+
+    return utc_stamp(moment.timestamp())
