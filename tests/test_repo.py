@@ -65,17 +65,25 @@ def test_distribution_name_is_not_the_strangers_package() -> None:
     assert project["scripts"] == {"smart-search": "smart_search.__main__:main"}
 
 
-def test_skill_examples_are_valid_calls() -> None:
-    text = (REPO / "SKILL.md").read_text()
-    calls = re.findall(r"smart-search <<'JSON'\n(.*?)\nJSON", text, re.S)
-    assert len(calls) >= 4
+TOOLS = {"smart_search", "search_quota_status", "search_mark_agent_complete"}
+
+
+def tools_called(calls: list[str]) -> set[str]:
+    """The tools the example calls name, each call checked against the contract."""
     tools = set()
     for raw in calls:
         request = json.loads(raw)
         contract.check("request.json", request)
         contract.check(f"{request['tool']}.args.json", request.get("args", {}))
         tools.add(request["tool"])
-    assert tools == {"smart_search", "search_quota_status", "search_mark_agent_complete"}
+    return tools
+
+
+def test_skill_examples_are_valid_calls() -> None:
+    text = (REPO / "SKILL.md").read_text()
+    calls = re.findall(r"smart-search <<'JSON'\n(.*?)\nJSON", text, re.S)
+    assert len(calls) >= 4
+    assert tools_called(calls) == TOOLS
     assert "yieldMs" in text and "35000" in text
 
 
@@ -117,13 +125,8 @@ def test_readme_tool_calls_are_valid_calls() -> None:
     """The front door shows one call of each tool; each is a request the contract accepts."""
     readme = (REPO / "README.md").read_text()
     calls = re.findall(r"^echo '(\{.*?\})' \| smart-search$", readme, re.M)
-    tools = set()
-    for raw in calls:
-        request = json.loads(raw)
-        contract.check("request.json", request)
-        contract.check(f"{request['tool']}.args.json", request.get("args", {}))
-        tools.add(request["tool"])
-    assert tools == {"smart_search", "search_quota_status", "search_mark_agent_complete"}
+    assert len(calls) == 3
+    assert tools_called(calls) == TOOLS
 
 
 def test_readme_is_a_front_door() -> None:
