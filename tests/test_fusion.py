@@ -590,9 +590,9 @@ def test_merge_properties(legs: dict[str, list[dict[str, str]]], seed: int, weig
     assert_schema_valid(merged)
 
 
-# --- the worked example in README.md ("Deep search and filters") -------------------------------
+# --- the worked example in docs/deep-search.md ("Worked example") ---------------------------------
 
-DOCS = Path(__file__).resolve().parent.parent / "README.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "deep-search.md"
 REDIRECT = "https://vertexaisearch.cloud.google.com/grounding-api-redirect/"
 
 

@@ -24,7 +24,7 @@ def ceilings(limit: int = 10, **allocs: dict[str, int]) -> quota.Ceilings:
 
 
 def test_worked_day() -> None:
-    """README's worked day: allocation, then pool, then direct, then nothing."""
+    """docs/quota.md's worked day: allocation, then pool, then direct, then nothing."""
     c = ceilings(10, alpha={"gemini": 3, "brave": 0}, beta={"gemini": 4, "brave": 0})
     doc = quota.new_day("2026-11-30")
     assert [quota.reserve(doc, c, "alpha", "gemini").source for _ in range(3)] == ["allocation"] * 3

@@ -178,11 +178,12 @@ def host_env(
     return env
 
 
-def readme_example() -> str:
-    """The README's example config, verbatim (the block after the openclaw-example marker)."""
-    text = (REPO / "README.md").read_text()
+def documented_example() -> str:
+    """The documented example config, verbatim (docs/configuration.md, the block after the
+    openclaw-example marker)."""
+    text = (REPO / "docs" / "configuration.md").read_text()
     match = re.search(r"<!-- openclaw-example -->\n```json5\n(.*?)```", text, re.S)
-    assert match, "README.md lost its <!-- openclaw-example --> config block"
+    assert match, "docs/configuration.md lost its <!-- openclaw-example --> config block"
     return match.group(1)
 
 
@@ -219,13 +220,13 @@ def test_skills_info_reports_ready_only_with_smart_search_on_path(
     assert json.loads(out.stdout)["error"] is None
 
 
-def test_config_validate_accepts_the_readme_example_and_rejects_old_layouts(
+def test_config_validate_accepts_the_documented_example_and_rejects_old_layouts(
     openclaw: OpenClaw, tmp_path: Path
 ) -> None:
     env = host_env(tmp_path, openclaw)
     path = Path(env["HOME"]) / ".openclaw" / "openclaw.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(readme_example())
+    path.write_text(documented_example())
     report = openclaw.json(["config", "validate"], env)
     assert report["valid"] is True and report["path"] == str(path), report
     # smart-search reads that very file, with no warning.

@@ -7,7 +7,7 @@ area must show its series' colors, a margin of the page must show none, and the 
 no console error (the page's Content-Security-Policy would log one for any fetch).
 
 Skipped only when Chromium or its driver is not installed or cannot start (the reason is given);
-`.ci/run` installs both. To refresh the README's picture:
+`.ci/run` installs both. To refresh the picture in docs/reports.md:
 `REPORT_SCREENSHOT=docs/report-screenshot.png python3 -m pytest tests/test_report_browser.py`.
 """
 
@@ -291,9 +291,10 @@ def test_screenshot_of_the_charts(browser: Any, page: dict[str, Any], tmp_path: 
         shutil.copyfile(shot, REPO / target if not os.path.isabs(target) else target)
 
 
-def test_readme_shows_a_committed_screenshot() -> None:
+def test_docs_show_a_committed_screenshot() -> None:
     png = REPO / "docs" / "report-screenshot.png"
-    assert "](docs/report-screenshot.png)" in (REPO / "README.md").read_text()
+    # docs/reports.md shows it, by a path relative to itself.
+    assert "](report-screenshot.png)" in (REPO / "docs" / "reports.md").read_text()
     data = png.read_bytes()
     width, height, _, _ = decode_png(data)
     assert width >= 800 and height >= 600 and len(data) < 400_000
