@@ -41,6 +41,11 @@ PROVIDER_LABELS = {
 }
 
 
+def source_label(name: str) -> str:
+    """A source's display name for messages ("Google", "Brave"...), else its name."""
+    return PROVIDER_LABELS.get(name, name)
+
+
 def unknown_agent(agent_id: str) -> str:
     return f'Unknown agent: "{agent_id}". Add it to openclaw.json to use it.'
 

@@ -56,11 +56,6 @@ _WALL_LINKS = ("/sorry/", "captcha")
 _WALL_NAMES = ("captcha",)
 
 
-def label(engine: str) -> str:
-    """The engine's display name for messages ("Google", "Bing", "DuckDuckGo")."""
-    return errors.PROVIDER_LABELS.get(engine, engine)
-
-
 def engine_module(name: str) -> ModuleType:
     """The module for engine `name`, imported on first use (parsers pull in lxml)."""
     if name not in ENGINES:
@@ -141,7 +136,7 @@ def classify_status(engine: str, resp: HttpResponse) -> None:
         return
     from ..http import retry_after_seconds
 
-    name = label(engine)
+    name = errors.source_label(engine)
     if status == 429:
         raise errors.Blocked(
             f"{name} refused the request as too many (HTTP 429).",

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
 from .. import errors
-from . import label
 
 if TYPE_CHECKING:  # only for annotations: lxml loads when a page is first parsed
     from lxml.html import HtmlElement
@@ -112,7 +111,7 @@ def classify_page(
        its signs in what the page shows is `Blocked` (a snippet may quote them, hence after 2);
     5. anything else is `ParseError`. Never success with junk.
     """
-    name = label(engine)
+    name = errors.source_label(engine)
     if wall is not None:
         raise errors.Blocked(f"{name} {wall}")
     if results:
@@ -136,7 +135,7 @@ def parse_html(body: bytes, engine: str) -> HtmlElement:
     settled here: UTF-8 when the bytes are valid UTF-8 (every engine today), else the
     declared charset, else Windows-1252.
     """
-    name = label(engine)
+    name = errors.source_label(engine)
     if not body or not body.strip():
         raise errors.ParseError(f"{name} returned an empty page.")
     from lxml import etree, html

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..state import StateFile
-from . import DOCUMENTS, CacheEntry, Change, Document, T
+from .base import DOCUMENTS, CacheEntry, Change, Document, T
 
 if TYPE_CHECKING:
     from .sqlite_cache import SqliteCache
@@ -52,7 +52,7 @@ class FileStore:
         return self.file(name).update(change)
 
     def export_state(self) -> dict[str, Any]:
-        from . import export_documents
+        from .base import export_documents
 
         return export_documents(self)
 

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 
 from ..errors import ConfigError, LockTimeout, StateCorrupt, StateUnavailable
-from . import DOCUMENTS, CacheEntry, Change, Document, T, export_documents
+from .base import DOCUMENTS, CacheEntry, Change, Document, T, export_documents
 
 if TYPE_CHECKING:
     from ..config import Settings

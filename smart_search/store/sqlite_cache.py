@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from ..state import ensure_state_dir
-from . import CacheEntry
+from .base import CacheEntry
 
 CACHE_FILE = "search-cache.sqlite3"
 SCHEMA_VERSION = 1
