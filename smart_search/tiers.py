@@ -255,32 +255,7 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
     except SearchError as err:
         return _record(tier, started, "skipped", err), None
     held = _Holds(first)
-
-    def may_retry(billed: int) -> bool:
-        """A retry after an attempt that may have been billed needs a worst case of its own."""
-        if billed == held.starts[-1]:
-            return True  # the last attempt billed nothing: its hold covers the next one
-        try:
-            hold, _ = run.ledger.reserve(run.agent_id, provider)
-        except QuotaExhausted:
-            return False
-        held.add(hold, billed)
-        return True
-
-    try:
-        call = run.backends.call_api(
-            provider, run.api_query[provider], run.settings, run.deadline, may_retry,
-            **filter_kwargs(run),
-        )
-    except BaseException as exc:
-        # Cancelled, or a bug in a client: the attempt in progress keeps its worst case unless
-        # its request certainly never left; earlier attempts' holds are settled as billed.
-        sent = not isinstance(exc, Cancelled) or exc.sent
-        run.ledger.settle(run.agent_id, provider, held.charges(None if sent else 0))
-        raise
-    settled = run.ledger.settle(
-        run.agent_id, provider, held.charges(call.units - held.starts[-1]), call.observation
-    )
+    call, settled = held.call(run, provider)
     if settled is not None:
         remaining = settled
     run.breaker.record(provider, call.error)
@@ -340,6 +315,36 @@ class _Holds:
         current = self.holds[-1]
         out.append((current, current.units if last is None else last))
         return out
+
+    def call(self, run: Run, provider: str) -> tuple[ProviderCall, int | None]:
+        """Ask `provider` under these holds, then settle each to what was billed while it was
+        current, with what the provider reported, in one step. Returns the call and
+        queries_remaining after the settle (None: nothing changed)."""
+
+        def may_retry(billed: int) -> bool:
+            """A retry after an attempt that may have been billed needs a worst case of its own."""
+            if billed == self.starts[-1]:
+                return True  # the last attempt billed nothing: its hold covers the next one
+            try:
+                hold, _ = run.ledger.reserve(run.agent_id, provider)
+            except QuotaExhausted:
+                return False
+            self.add(hold, billed)
+            return True
+
+        try:
+            call = run.backends.call_api(
+                provider, run.api_query[provider], run.settings, run.deadline, may_retry,
+                **filter_kwargs(run),
+            )
+        except BaseException as exc:
+            # Cancelled, or a bug in a client: the attempt in progress keeps its worst case
+            # unless its request certainly never left; earlier holds settle as billed.
+            sent = not isinstance(exc, Cancelled) or exc.sent
+            run.ledger.settle(run.agent_id, provider, self.charges(None if sent else 0))
+            raise
+        charges = self.charges(call.units - self.starts[-1])
+        return call, run.ledger.settle(run.agent_id, provider, charges, call.observation)
 
     def by_source(self, last: int) -> dict[str, int]:
         total: dict[str, int] = {}

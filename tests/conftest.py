@@ -225,7 +225,10 @@ class Env:
         """Reserve units straight from the ledger: (agent, provider, count) each."""
         from smart_search.ledger import Ledger
 
-        ledger = Ledger(self.settings())
+        settings = self.settings()
+        # Past calls of one unit each (a Brave call, a Gemini 2.x prompt): each holds and is
+        # charged one, so an allocation can be spent to its last unit.
+        ledger = Ledger(settings._replace(max_units_per_call={p: 1 for p in settings.api_keys}))
         for agent, provider, count in spending:
             for _ in range(count):
                 charge(ledger, agent, provider)
