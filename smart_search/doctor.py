@@ -15,10 +15,7 @@ import time
 from typing import Any
 
 from . import openclaw
-
-KEY_NAMES = {"gemini": "GEMINI_API_KEY", "brave": "BRAVE_API_KEY"}
-ENTRY = 'skills.entries["smart-search"]'
-LEGACY_SECTION = 'skills["smart-search"]'
+from .config_entry import ENTRY, LEGACY_SECTION
 
 
 def main(argv: list[str]) -> int:
@@ -41,7 +38,7 @@ def main(argv: list[str]) -> int:
 
 def diagnose(env: Any) -> dict[str, Any]:
     """Everything doctor knows, as one JSON-ready dict; `problems` decides the verdict."""
-    from . import config
+    from . import config, config_entry, config_keys
     from .errors import SearchError
 
     problems: list[str] = []
@@ -70,15 +67,15 @@ def diagnose(env: Any) -> dict[str, Any]:
     skill_env: dict[str, Any] = {}
     if report["config"]["error"] is None:
         try:
-            section, skill_env = config._skill_section(root)
+            section, skill_env = config_entry.skill_section(root)
             settings = config.load_settings(env)
         except SearchError as err:
             report["config"]["error"] = err.message
             problems.append(f"config: {err.message}")
     report["api_keys"] = _key_sources(env, root, skill_env, settings)
-    unknown = config.unknown_keys(section) if isinstance(section, dict) else []
+    unknown = config_keys.unknown_keys(section) if isinstance(section, dict) else []
     report["unknown_keys"] = [{"key": k, "nearest": near} for k, near in unknown]
-    problems.extend(config.unknown_key_warning(k, near) for k, near in unknown)
+    problems.extend(config_keys.unknown_key_warning(k, near) for k, near in unknown)
 
     configured = section.get("state_dir") if isinstance(section, dict) else None
     configured = configured if isinstance(configured, str) and configured else None
@@ -145,34 +142,18 @@ def _layout(root: dict[str, Any], problems: list[str]) -> dict[str, Any]:
 def _key_sources(
     env: Any, root: dict[str, Any], skill_env: dict[str, Any], settings: Any
 ) -> dict[str, Any]:
-    """Where each key comes from, in the lookup order of RULINGS §2; the value is never shown."""
-    from .config import _substitute
+    """Where each key comes from, in the lookup order of RULINGS §2 (the walk config.py uses);
+    the value is never shown, only its length."""
+    from .config import PROVIDERS
+    from .config_entry import API_KEY_NAMES, api_key_sources, find_api_key
 
-    top_env = root.get("env") if isinstance(root, dict) else None
-    top_env = top_env if isinstance(top_env, dict) else {}
-    top_vars = top_env.get("vars") if isinstance(top_env.get("vars"), dict) else {}
-    skills = root.get("skills") if isinstance(root, dict) else None
-    legacy = isinstance(skills, dict) and not (
-        isinstance(skills.get("entries"), dict)
-        and isinstance(skills["entries"].get("smart-search"), dict)
-    )
-    entry_label = f"{LEGACY_SECTION}.env (legacy)" if legacy else f"{ENTRY}.env"
-    sources = (
-        ("environment", env),
-        (entry_label, skill_env),
-        ("env.vars", top_vars),
-        ("env (legacy, rejected by OpenClaw)", top_env),
-    )
+    sources = api_key_sources(env, root, skill_env)
     out: dict[str, Any] = {}
-    for provider, name in KEY_NAMES.items():
+    for provider, name in zip(PROVIDERS, API_KEY_NAMES, strict=True):
         record: dict[str, Any] = {"name": name, "set": False, "source": None, "length": None}
-        for label, source in sources:
-            value = source.get(name)
-            if isinstance(value, str):
-                value = _substitute(value, env).strip()
-                if value:
-                    record.update(set=True, source=label, length=len(value))
-                    break
+        found = find_api_key(name, sources, env)
+        if found is not None:
+            record.update(set=True, source=found[0], length=len(found[1]))
         if settings is not None:
             loaded = settings.api_keys.get(provider)
             record["set"] = loaded is not None
