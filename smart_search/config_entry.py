@@ -56,7 +56,7 @@ def skill_section(root: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
 def legacy_env_warning(name: str) -> str:
     return (
         f"openclaw.json sets {name} directly in the top-level env block, which OpenClaw rejects "
-        f'(the whole file fails its validation): move it to env.vars.{name} or to '
+        f"(the whole file fails its validation): move it to env.vars.{name} or to "
         f'skills.entries["smart-search"].env.{name}.'
     )
 

@@ -125,7 +125,7 @@ KEYS: tuple[ConfigKey, ...] = (
         "reset_timezone", "zone", DEFAULT_RESET_TIMEZONES, "the clock of the provider's windows"
     ),
     _per_provider(
-        "unit", "unit", {"gemini": "search_query", "brave": "request"},
+        "unit", "choice", {"gemini": "search_query", "brave": "request"},
         "what one billed unit is (gemini-1.x and gemini-2.x models default to request)",
         choices={"gemini": UNITS, "brave": ("request",)},
     ),
@@ -254,7 +254,6 @@ KIND_TYPES = {
     "providers": "object",
     "count": "whole number",
     "zone": "IANA zone name",
-    "unit": "string",
     "price": "number or null",
     "currency": "currency code",
     "allocations": "object",
