@@ -142,7 +142,7 @@ KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey(
         "agent_allocations", "allocations", {},
-        'per-agent daily allocation, {"<agent id>": {"gemini": n, "brave": n}}',
+        'per-agent daily allocation, `{"<agent id>": {"gemini": n, "brave": n}}`',
     ),
     ConfigKey(
         "default_allocation", "allocation", DEFAULT_ALLOCATION,
@@ -162,8 +162,8 @@ KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey(
         "state_dir", "path", None,
-        "where the ledger, breaker, pacing and logs live "
-        "(unset: <OpenClaw state dir>/workspace/shared)",
+        "where the ledger, breaker, pacing and logs live (SMART_SEARCH_STATE_DIR wins; "
+        "unset: `<OpenClaw state dir>/workspace/shared`)",
     ),
     ConfigKey("state_backend", "backend", {}, "where shared state lives, its keys below"),
     ConfigKey(
@@ -177,7 +177,7 @@ KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey(
         "state_backend.url", "redis_url", None,
-        "redis:// or rediss:// URL, required for kind redis (${VAR} for a password)",
+        "the Redis server, required for kind redis (`${VAR}` for a password)",
     ),
     ConfigKey(
         "state_backend.prefix", "redis_prefix", "smart-search", "prefix of every Redis key"
@@ -199,7 +199,7 @@ KEYS: tuple[ConfigKey, ...] = (
     _whole("cache.max_entries", 5000, 0, MAX_COUNT, "entry limit; least recently used go first"),
     _whole("cache.max_bytes", 64 * 1024 * 1024, 0, 1 << 40, "size limit in bytes"),
     ConfigKey(
-        "timezone", "zone", None, "IANA zone whose calendar day the quota and logs follow (UTC)"
+        "timezone", "zone", None, "zone whose calendar day the quota and logs follow (unset: UTC)"
     ),
 )  # fmt: skip
 
@@ -271,8 +271,11 @@ KIND_TYPES = {
 }
 # The docs page's "allowed" column for kinds without bounds or choices.
 KIND_RULES = {
+    "keywords": "non-empty strings, matched lowercase",
+    "backend": "the keys below",
+    "cache": "the keys below",
     "provider": "`gemini` or `brave`",
-    "providers": "`gemini`, `brave`",
+    "providers": "`gemini`, `brave`, each with the keys below",
     "model": "letters, digits, `.`, `_`, `-`",
     "count": f"0 to {MAX_COUNT}",
     "zone": "a zone this machine knows",
