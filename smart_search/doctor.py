@@ -77,20 +77,7 @@ def diagnose(env: Any) -> dict[str, Any]:
     report["unknown_keys"] = [{"key": k, "nearest": near} for k, near in unknown]
     problems.extend(config_keys.unknown_key_warning(k, near) for k, near in unknown)
 
-    configured = section.get("state_dir") if isinstance(section, dict) else None
-    configured = configured if isinstance(configured, str) and configured else None
-    if settings is not None:
-        state_dir, why = settings.state_dir, openclaw.skill_state_dir(env, configured)[1]
-    else:
-        state_dir, why = openclaw.skill_state_dir(env, configured)
-    report["state_dir"] = {"path": state_dir, "why": why, **_dir_health(state_dir)}
-    if not report["state_dir"]["writable"]:
-        problems.append(f"state dir {state_dir} is not writable")
-    legacy = settings.legacy_state_dir if settings is not None else None
-    legacy_file = os.path.join(legacy, "search-quota.json") if legacy else None
-    report["state_dir"]["legacy_ledger"] = (
-        legacy_file if legacy_file and os.path.exists(legacy_file) else None
-    )
+    report["state_dir"] = _state_dir(env, section, settings, problems)
     report["ledger"] = _ledger(settings, problems)
     report["breakers"] = _breakers(settings)
     for b in report["breakers"]:
@@ -100,16 +87,36 @@ def diagnose(env: Any) -> dict[str, Any]:
         problems.append(f"cache: {report['cache']['error']}")
     report["problems"] = problems
     report["healthy"] = not problems
-    if problems:
-        kinds: dict[str, int] = {}
-        for problem in problems:
-            kind = problem.split(":", 1)[0] if ":" in problem[:12] else problem.split('"', 1)[0]
-            kinds[kind.strip()] = kinds.get(kind.strip(), 0) + 1
-        summary = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in kinds.items())
-        report["verdict"] = f"NOT HEALTHY: {len(problems)} problem(s) ({summary})"
-    else:
-        report["verdict"] = "healthy"
+    report["verdict"] = _verdict(problems)
     return report
+
+
+def _state_dir(env: Any, section: Any, settings: Any, problems: list[str]) -> dict[str, Any]:
+    configured = section.get("state_dir") if isinstance(section, dict) else None
+    configured = configured if isinstance(configured, str) and configured else None
+    if settings is not None:
+        state_dir, why = settings.state_dir, openclaw.skill_state_dir(env, configured)[1]
+    else:
+        state_dir, why = openclaw.skill_state_dir(env, configured)
+    out = {"path": state_dir, "why": why, **_dir_health(state_dir)}
+    if not out["writable"]:
+        problems.append(f"state dir {state_dir} is not writable")
+    legacy = settings.legacy_state_dir if settings is not None else None
+    legacy_file = os.path.join(legacy, "search-quota.json") if legacy else None
+    out["legacy_ledger"] = legacy_file if legacy_file and os.path.exists(legacy_file) else None
+    return out
+
+
+def _verdict(problems: list[str]) -> str:
+    """The verdict line: healthy, or how many problems of which kind."""
+    if not problems:
+        return "healthy"
+    kinds: dict[str, int] = {}
+    for problem in problems:
+        kind = problem.split(":", 1)[0] if ":" in problem[:12] else problem.split('"', 1)[0]
+        kinds[kind.strip()] = kinds.get(kind.strip(), 0) + 1
+    summary = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in kinds.items())
+    return f"NOT HEALTHY: {len(problems)} problem(s) ({summary})"
 
 
 def _layout(root: dict[str, Any], problems: list[str]) -> dict[str, Any]:
