@@ -27,7 +27,6 @@ from .config_entry import (
     skill_section,
     substitute_variables,
 )
-from .config_entry import SKILL_NAME as SKILL_NAME
 from .config_entry import configured_key_values as configured_key_values
 from .config_keys import DEFAULT_GEMINI_MODEL as DEFAULT_GEMINI_MODEL
 from .config_keys import DEFAULT_MONTHLY_LIMITS as DEFAULT_MONTHLY_LIMITS

@@ -8,7 +8,7 @@ docs/configuration-keys.md, which `markdown()` writes and a test compares with t
 
 A key in the config block is a row without a dot. `providers.<p>.x` rows hold for each provider,
 `cache.x` and `state_backend.x` rows are the fields of those objects: their parent's check reads
-them. Import cost matters (config is read on every call): no imports at module level.
+them. Import cost matters (config is read on every call): nothing is imported here but typing.
 """
 
 from __future__ import annotations
