@@ -15,10 +15,7 @@ import time
 from typing import Any
 
 from . import openclaw
-
-KEY_NAMES = {"gemini": "GEMINI_API_KEY", "brave": "BRAVE_API_KEY"}
-ENTRY = 'skills.entries["smart-search"]'
-LEGACY_SECTION = 'skills["smart-search"]'
+from .config_entry import ENTRY, LEGACY_SECTION
 
 
 def main(argv: list[str]) -> int:
@@ -41,7 +38,7 @@ def main(argv: list[str]) -> int:
 
 def diagnose(env: Any) -> dict[str, Any]:
     """Everything doctor knows, as one JSON-ready dict; `problems` decides the verdict."""
-    from . import config
+    from . import config, config_entry, config_keys
     from .errors import SearchError
 
     problems: list[str] = []
@@ -70,30 +67,17 @@ def diagnose(env: Any) -> dict[str, Any]:
     skill_env: dict[str, Any] = {}
     if report["config"]["error"] is None:
         try:
-            section, skill_env = config._skill_section(root)
+            section, skill_env = config_entry.skill_section(root)
             settings = config.load_settings(env)
         except SearchError as err:
             report["config"]["error"] = err.message
             problems.append(f"config: {err.message}")
     report["api_keys"] = _key_sources(env, root, skill_env, settings)
-    unknown = config.unknown_keys(section) if isinstance(section, dict) else []
+    unknown = config_keys.unknown_keys(section) if isinstance(section, dict) else []
     report["unknown_keys"] = [{"key": k, "nearest": near} for k, near in unknown]
-    problems.extend(config.unknown_key_warning(k, near) for k, near in unknown)
+    problems.extend(config_keys.unknown_key_warning(k, near) for k, near in unknown)
 
-    configured = section.get("state_dir") if isinstance(section, dict) else None
-    configured = configured if isinstance(configured, str) and configured else None
-    if settings is not None:
-        state_dir, why = settings.state_dir, openclaw.skill_state_dir(env, configured)[1]
-    else:
-        state_dir, why = openclaw.skill_state_dir(env, configured)
-    report["state_dir"] = {"path": state_dir, "why": why, **_dir_health(state_dir)}
-    if not report["state_dir"]["writable"]:
-        problems.append(f"state dir {state_dir} is not writable")
-    legacy = settings.legacy_state_dir if settings is not None else None
-    legacy_file = os.path.join(legacy, "search-quota.json") if legacy else None
-    report["state_dir"]["legacy_ledger"] = (
-        legacy_file if legacy_file and os.path.exists(legacy_file) else None
-    )
+    report["state_dir"] = _state_dir(env, section, settings, problems)
     report["ledger"] = _ledger(settings, problems)
     report["breakers"] = _breakers(settings)
     for b in report["breakers"]:
@@ -103,16 +87,36 @@ def diagnose(env: Any) -> dict[str, Any]:
         problems.append(f"cache: {report['cache']['error']}")
     report["problems"] = problems
     report["healthy"] = not problems
-    if problems:
-        kinds: dict[str, int] = {}
-        for problem in problems:
-            kind = problem.split(":", 1)[0] if ":" in problem[:12] else problem.split('"', 1)[0]
-            kinds[kind.strip()] = kinds.get(kind.strip(), 0) + 1
-        summary = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in kinds.items())
-        report["verdict"] = f"NOT HEALTHY: {len(problems)} problem(s) ({summary})"
-    else:
-        report["verdict"] = "healthy"
+    report["verdict"] = _verdict(problems)
     return report
+
+
+def _state_dir(env: Any, section: Any, settings: Any, problems: list[str]) -> dict[str, Any]:
+    configured = section.get("state_dir") if isinstance(section, dict) else None
+    configured = configured if isinstance(configured, str) and configured else None
+    if settings is not None:
+        state_dir, why = settings.state_dir, openclaw.skill_state_dir(env, configured)[1]
+    else:
+        state_dir, why = openclaw.skill_state_dir(env, configured)
+    out = {"path": state_dir, "why": why, **_dir_health(state_dir)}
+    if not out["writable"]:
+        problems.append(f"state dir {state_dir} is not writable")
+    legacy = settings.legacy_state_dir if settings is not None else None
+    legacy_file = os.path.join(legacy, "search-quota.json") if legacy else None
+    out["legacy_ledger"] = legacy_file if legacy_file and os.path.exists(legacy_file) else None
+    return out
+
+
+def _verdict(problems: list[str]) -> str:
+    """The verdict line: healthy, or how many problems of which kind."""
+    if not problems:
+        return "healthy"
+    kinds: dict[str, int] = {}
+    for problem in problems:
+        kind = problem.split(":", 1)[0] if ":" in problem[:12] else problem.split('"', 1)[0]
+        kinds[kind.strip()] = kinds.get(kind.strip(), 0) + 1
+    summary = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in kinds.items())
+    return f"NOT HEALTHY: {len(problems)} problem(s) ({summary})"
 
 
 def _layout(root: dict[str, Any], problems: list[str]) -> dict[str, Any]:
@@ -145,34 +149,18 @@ def _layout(root: dict[str, Any], problems: list[str]) -> dict[str, Any]:
 def _key_sources(
     env: Any, root: dict[str, Any], skill_env: dict[str, Any], settings: Any
 ) -> dict[str, Any]:
-    """Where each key comes from, in the lookup order of RULINGS §2; the value is never shown."""
-    from .config import _substitute
+    """Where each key comes from, in the lookup order of RULINGS §2 (the walk config.py uses);
+    the value is never shown, only its length."""
+    from .config import PROVIDERS
+    from .config_entry import API_KEY_NAMES, api_key_sources, find_api_key
 
-    top_env = root.get("env") if isinstance(root, dict) else None
-    top_env = top_env if isinstance(top_env, dict) else {}
-    top_vars = top_env.get("vars") if isinstance(top_env.get("vars"), dict) else {}
-    skills = root.get("skills") if isinstance(root, dict) else None
-    legacy = isinstance(skills, dict) and not (
-        isinstance(skills.get("entries"), dict)
-        and isinstance(skills["entries"].get("smart-search"), dict)
-    )
-    entry_label = f"{LEGACY_SECTION}.env (legacy)" if legacy else f"{ENTRY}.env"
-    sources = (
-        ("environment", env),
-        (entry_label, skill_env),
-        ("env.vars", top_vars),
-        ("env (legacy, rejected by OpenClaw)", top_env),
-    )
+    sources = api_key_sources(env, root, skill_env)
     out: dict[str, Any] = {}
-    for provider, name in KEY_NAMES.items():
+    for provider, name in zip(PROVIDERS, API_KEY_NAMES, strict=True):
         record: dict[str, Any] = {"name": name, "set": False, "source": None, "length": None}
-        for label, source in sources:
-            value = source.get(name)
-            if isinstance(value, str):
-                value = _substitute(value, env).strip()
-                if value:
-                    record.update(set=True, source=label, length=len(value))
-                    break
+        found = find_api_key(name, sources, env)
+        if found is not None:
+            record.update(set=True, source=found[0], length=len(found[1]))
         if settings is not None:
             loaded = settings.api_keys.get(provider)
             record["set"] = loaded is not None
