@@ -122,7 +122,7 @@ class Settings(NamedTuple):
     mcp_agent_id: str | None = None
     # Deep search (issue 15): the unit budget of one deep call, rank-fusion weights per source,
     # extra tracking parameter names (a trailing `*` makes a prefix).
-    deep_max_units: int = 2
+    deep_max_units: int = 4
     source_weights: dict[str, float] = {}  # never mutated
     tracking_params: tuple[str, ...] = ()
 
@@ -187,6 +187,8 @@ def _build(
         else:
             values[key.name] = _CHECKS[key.kind](section.get(key.name, key.default), key.name, key)
     values["state_dir"] = _state_dir(env, values["state_dir"])
+    if "deep_max_units" not in section:  # RULINGS §7: by default a deep call may ask every API
+        values["deep_max_units"] = sum(values["max_units_per_call"].values())
     sources = api_key_sources(env, root, skill_env)
     values["api_keys"] = {
         provider: _api_key(name, sources, env)

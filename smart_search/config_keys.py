@@ -107,7 +107,11 @@ KEYS: tuple[ConfigKey, ...] = (
         "max_unconfigured_agents", 1000, 0, MAX_COUNT,
         "unconfigured agents that may spend per day (strict_agents off)",
     ),
-    _whole("deep_max_units", 2, 0, 1000, "most units one deep call may bill (0: web only)"),
+    # Unset, it is the sum of the API legs' worst cases (RULINGS §7): the loader fills it in.
+    ConfigKey(
+        "deep_max_units", "whole", 4, "most units one deep call may bill (0: web only)", 0, 1000,
+        shown="the sum of every API provider's max_units_per_call (4: Gemini 3 and Brave)",
+    ),
     ConfigKey(
         "finance_keywords", "keywords", DEFAULT_FINANCE_KEYWORDS,
         "finance routing keywords (replace the built-in list)",

@@ -6,7 +6,9 @@ Google), each through the very tier step a normal walk uses (`tiers.api_tier` /
 `tiers.web_tier`: breaker, ledger reserve / settle / refund, pacing, sanitizer). Their answers are
 merged by `fusion.merge` into one ranked list with `sources` and `ranking` per result.
 
-Budget (`deep_max_units`, default 2): counted in units before anything is sent. An API leg runs
+Budget (`deep_max_units`; by default the sum of the API legs' worst cases, 4 with Gemini 3 and
+Brave, so a default deep call asks both APIs: RULINGS §7): counted in units before anything is
+sent. An API leg runs
 only when its provider's `max_units_per_call` (what one call may bill: 1 for a request-billed
 provider, 3 by default for Gemini 3's per-search-query billing) fits in what the budget has left,
 routed leg first; a leg that does not fit is recorded as skipped (`quota_exhausted`, saying why),

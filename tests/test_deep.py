@@ -92,7 +92,8 @@ def sources_of(result: dict[str, Any]) -> set[str]:
 
 
 def test_deep_call_spends_exactly_the_units_it_reports(env: Env, fake: FakeServer) -> None:
-    configure(env, fake, deep_max_units=4)  # Brave 1 + Gemini up to 3
+    # The default budget (RULINGS §7): the legs' worst cases, Brave 1 + Gemini up to 3.
+    configure(env, fake)
     answer_all(fake)
     r = deep(env)
     assert r["error"] is None
@@ -121,8 +122,8 @@ def test_deep_call_spends_exactly_the_units_it_reports(env: Env, fake: FakeServe
     assert WARNING in r["warning"]  # the DuckDuckGo leg's results are in the list
 
 
-def test_default_budget_leaves_out_a_leg_that_could_bill_more(env: Env, fake: FakeServer) -> None:
-    configure(env, fake)  # deep_max_units 2: Brave (1) fits, Gemini (up to 3) does not
+def test_a_smaller_budget_leaves_out_a_leg_that_could_bill_more(env: Env, fake: FakeServer) -> None:
+    configure(env, fake, deep_max_units=2)  # Brave (1) fits, Gemini (up to 3) does not
     answer_all(fake)
     r = deep(env)
     gemini = next(a for a in r["attempts"] if a["provider"] == "gemini")
@@ -139,6 +140,17 @@ def test_default_budget_leaves_out_a_leg_that_could_bill_more(env: Env, fake: Fa
     assert used(env) == {"gemini": 0, "brave": 1}
     assert sources_of(r) == {"brave", "duckduckgo"} and r["answer"] is None
     assert "Deep search could spend up to 1 unit (Brave 1; deep_max_units 2)." in r["warning"]
+
+
+def test_the_default_budget_is_the_sum_of_the_api_legs_worst_cases(env: Env) -> None:
+    """RULINGS §7: by default a deep call may ask both APIs; a raised worst case raises it."""
+    assert env.settings().deep_max_units == 3 + 1
+    env.write_config({"providers": {"gemini": {"max_units_per_call": 5}}})
+    assert env.settings().deep_max_units == 5 + 1
+    env.write_config({"gemini_model": "gemini-2.5-flash"})  # billed per prompt: 1 + 1
+    assert env.settings().deep_max_units == 2
+    env.write_config({"deep_max_units": 3})
+    assert env.settings().deep_max_units == 3
 
 
 def test_deep_max_units_zero_is_web_only(env: Env, fake: FakeServer) -> None:
