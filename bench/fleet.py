@@ -266,8 +266,7 @@ def agent_name(host: int, agent: int) -> str:
 def limits_for(hosts: int, agents: int) -> dict[str, tuple[int, int]]:
     """Daily and monthly limits scaled to the fleet (n agents) so that the month runs into them:
     with the cache on, a busy weekday's questions reach the daily limits; with it off, every day
-    does and the monthly limits are reached too. Allocations take half of Gemini's day (one
-    unit to every other agent) and most of Brave's (one unit to every tenth)."""
+    does and the monthly limits are reached too."""
     n = hosts * agents
     return {
         "gemini": (max(8, n), max(40, n * 30)),
@@ -276,7 +275,10 @@ def limits_for(hosts: int, agents: int) -> dict[str, tuple[int, int]]:
 
 
 def allocation(agent: int) -> dict[str, int]:
-    return {"gemini": 1 if agent % 2 == 0 else 0, "brave": 1 if agent % 10 == 0 else 0}
+    """Every eighth agent is allocated one Gemini call's worst case (3 units), every tenth one
+    Brave unit: about 3/8 of Gemini's day and most of Brave's; the rest is provider-direct, and
+    what an agent has not used goes to the shared pool when it completes its day."""
+    return {"gemini": 3 if agent % 8 == 0 else 0, "brave": 1 if agent % 10 == 0 else 0}
 
 
 def fleet_config(hosts: int, agents: int, limits: dict[str, tuple[int, int]], *,
