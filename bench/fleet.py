@@ -8,7 +8,9 @@ through one private redis-server this bench starts on loopback. Each host runs `
 agents with allocations in config. Time is an injected clock that jumps from one cron slot to the
 next; within a slot every host runs its due agents in its own thread, at the same moment, so the
 same question asked on several hosts meets in the cache's single-flight. Every call is a real
-`run_tiers` walk (breaker, ledger reserve / settle, cache, single-flight) against fake providers:
+`run_tiers` walk (breaker, ledger reserve / settle, cache, single-flight, web pacing) against
+fake providers; each cron agent completes its day after its last run (its unused allocation
+goes to the shared pool):
 
 - Gemini bills 0-3 search queries a call, Brave 1 per 2xx (and reports its monthly remaining);
   now and then a request's answer never comes back (a read timeout after the request left: the
@@ -269,7 +271,7 @@ def limits_for(hosts: int, agents: int) -> dict[str, tuple[int, int]]:
     does and the monthly limits are reached too."""
     n = hosts * agents
     return {
-        "gemini": (max(8, n), max(40, n * 30)),
+        "gemini": (max(8, n), max(40, n * 28)),
         "brave": (max(4, n * 3 // 25 + 2), max(20, n * 7 // 2)),
     }
 
@@ -292,7 +294,6 @@ def fleet_config(hosts: int, agents: int, limits: dict[str, tuple[int, int]], *,
         "default_allocation": {"gemini": 0, "brave": 0},
         "default_provider": "gemini",
         "web_fetch_min_interval_ms": 0,
-        "lock_timeout_ms": 60000,
         "cache": {"enabled": cache},
         "state_backend": {"kind": "redis", "url": url, "prefix": prefix},
     }
@@ -335,8 +336,14 @@ def one_call(host: int, agent: int, settings: Any, store: Any, clock: SimClock,
     from smart_search import cache
     from smart_search.breaker import Breaker
     from smart_search.ledger import Ledger
+    from smart_search.pacing import wait_for_slot
     from smart_search.planner import plan, routed_provider
     from smart_search.tiers import Run, fit_api_queries, run_tiers
+
+    def pace(s: Any, engine: str, until: float) -> float:
+        # The shared pacing document on the injected clock (an interval of 0: a simulated slot
+        # has no length, so any interval would push a slot's web requests past their deadline).
+        return wait_for_slot(s, engine, until, clock=clock, sleep=lambda _: None, store=store)
 
     name = agent_name(host, agent)
     query = question(seed, clock(), host, agent)
@@ -347,7 +354,7 @@ def one_call(host: int, agent: int, settings: Any, store: Any, clock: SimClock,
     api_query, warnings = fit_api_queries(query, settings)
     run = Run(name, query, settings, ledger, providers,
               time.monotonic() + settings.total_timeout_ms / 1000,
-              Breaker(settings, clock=clock, store=store), lambda *a: None,
+              Breaker(settings, clock=clock, store=store), pace,
               api_query, warnings, cache=flight)  # fmt: skip
     routed = routed_provider(query, settings, None)
     outcome = run_tiers(plan(name, query, settings, routed), run)
