@@ -498,7 +498,7 @@ def check(month: Month) -> list[str]:
 def table(month: Month, out: Any) -> None:
     w = out.write
     w(f"  {'provider':<8} {'billed':>7} {'charged':>8} {'lost*':>6} "
-      f"{'max day / limit':>16} {'full days':>9}  months: used / limit\n")  # fmt: skip
+      f"{'max day / limit':>16} {'full days':>9}  months: billed (charged) / limit\n")  # fmt: skip
     for p in PROVIDERS:
         daily, monthly = month.limits[p]
         days = highest(month.books.billed, p, False)
@@ -506,7 +506,9 @@ def table(month: Month, out: Any) -> None:
         charged = sum(highest(month.ledger_books, p, True).values())
         full = sum(1 for n in days.values() if n > daily - WORST[p])
         top = max(days.values(), default=0)
-        month_text = ", ".join(f"{m}: {n} / {monthly}" for m, n in months.items())
+        month_text = ", ".join(
+            f"{m}: {n} ({month.ledger_books.get((p, m), 0)}) / {monthly}" for m, n in months.items()
+        )
         w(f"  {p:<8} {month.books.total[p]:>7} {charged:>8} {month.books.timeouts[p]:>6} "
           f"{f'{top} / {daily}':>16} {f'{full}/{len(days)}':>9}  {month_text}\n")  # fmt: skip
     a = month.tally.answered
@@ -534,7 +536,7 @@ def report(on: Month, off: Month | None, out: Any = sys.stdout) -> None:
           f"cache off {b['gemini'] + b['brave']} of {on.calls}\n")  # fmt: skip
     w("* lost: answers that never came back (read timeouts after the request left); each stays\n"
       "  charged its worst case, so charged = billed + (worst case - billed) of the lost ones.\n"
-      "  full days: days that ended within one call's worst case of the daily limit.\n"
+      "  full days: days the fake billed within one call's worst case of the daily limit.\n"
       )  # fmt: skip
 
 
