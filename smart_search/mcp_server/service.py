@@ -1,5 +1,6 @@
-"""The MCP server's work, free of the SDK: settings cached across calls, each call run as the CLI
-would run it under a cancel scope, and the status snapshot (tests and the bench use it directly).
+"""The MCP server's work, free of the SDK: the settings, parsed again only when a config file's
+stat stamp (mtime, ctime, size, inode) changes, so an edit is picked up without a restart; each
+call run as the CLI would run it, under a cancel scope; and the status snapshot.
 """
 
 from __future__ import annotations
