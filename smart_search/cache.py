@@ -99,13 +99,21 @@ def ttl_seconds(query: str, settings: Settings) -> int:
 
 
 def open_flight(
-    settings: Settings, store: Store, query: str, day: str, *, fresh: bool = False
+    settings: Settings,
+    store: Store,
+    query: str,
+    day: str,
+    *,
+    fresh: bool = False,
+    clock: Callable[[], float] = time.time,
 ) -> Flight | None:
-    """The cache for one smart_search call, or None when `cache.enabled` is false."""
+    """The cache for one smart_search call, or None when `cache.enabled` is false. `clock`
+    (Unix time) dates entries and judges their age: the run's clock, injectable like the
+    ledger's and the breaker's. Leases stay on real time: they cover requests really in flight."""
     conf = getattr(settings, "cache", None)
     if not conf or not conf["enabled"]:
         return None
-    return Flight(settings, store, ttl_seconds(query, settings), day, fresh=fresh)
+    return Flight(settings, store, ttl_seconds(query, settings), day, fresh=fresh, clock=clock)
 
 
 class Flight:
@@ -113,9 +121,17 @@ class Flight:
     served (`cached_at`, `units_saved`) for the result and the log line."""
 
     def __init__(
-        self, settings: Settings, store: Store, ttl_s: int, day: str, *, fresh: bool = False
+        self,
+        settings: Settings,
+        store: Store,
+        ttl_s: int,
+        day: str,
+        *,
+        fresh: bool = False,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
+        self.clock = clock
         self.store = store
         self.ttl_s = ttl_s
         self.day = day
@@ -202,7 +218,7 @@ class Flight:
     def _put(self, key: str, attempt: Attempt, answer: Outcome) -> None:
         from .scrub import scrub, settings_secrets
 
-        now = time.time()
+        now = self.clock()
         # A provider that echoes a key back in its answer must not put it on disk (or in Redis).
         secrets = settings_secrets(self.settings)
         value = orjson.dumps(
@@ -239,7 +255,7 @@ class Flight:
         return None
 
     def _get(self, key: str) -> dict[str, Any] | None:
-        entry = self._guard(self.store.cache_get, key, time.time())
+        entry = self._guard(self.store.cache_get, key, self.clock())
         if entry is None:
             return None
         try:

@@ -291,6 +291,29 @@ def test_ttl_by_class_from_config(env: Env, fake: FakeServer) -> None:
     assert lifetimes == {"brave|": 1000, "gemini": 50}
 
 
+def test_entries_are_dated_and_aged_by_the_injected_clock(env: Env) -> None:
+    """The run's clock dates an entry and judges its age (a fleet month runs on it); the real
+    time of day plays no part."""
+    from smart_search.tiers import Attempt, Outcome
+
+    env.write_config({"cache": {"ttl_seconds": 100}})
+    settings = env.settings()
+    store = FileStore(settings.state_dir, settings.lock_timeout_ms)
+    now = [1_000.0]
+    flight = cache.open_flight(settings, store, "nasa news", "2026-12-01", clock=lambda: now[0])
+    assert flight is not None
+    found = [{"title": "t", "url": "https://a.example/", "snippet": ""}]
+    answer = Outcome(attempts=[], results=found, provider_used="brave")
+    attempt = Attempt(1, "brave", None, "success", None, None, None, 0, 1.0, [], "none", 1)
+    flight._put("k", attempt, answer)
+    entry = store.cache_get("k", 1_050.0)
+    assert entry is not None and (entry.stored_at, entry.expires_at) == (1_000.0, 1_100.0)
+    now[0] = 1_099.0
+    assert flight._get("k") is not None
+    now[0] = 1_101.0  # past the TTL on the injected clock, though real time has hardly moved
+    assert flight._get("k") is None
+
+
 def test_disabled_cache_asks_every_time_and_writes_no_file(env: Env, fake: FakeServer) -> None:
     configure(env, fake, cache={"enabled": False})
     fake.route(BRAVE_PATH, api("brave-ok.json"))
