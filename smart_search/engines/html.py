@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
 from .. import errors
+from ..urls import is_web_url
 
 if TYPE_CHECKING:  # only for annotations: lxml loads when a page is first parsed
     from lxml.html import HtmlElement
@@ -254,14 +255,15 @@ def split_url(url: str) -> SplitResult | None:
 
 
 def web_url(url: str | None) -> str | None:
-    """`url` if it is an absolute http(s) URL with a host, else None."""
+    """`url` stripped if it is an absolute http(s) URL with a host (`urls.is_web_url`) that
+    urlsplit can read and finds a host name in (`is_own` needs one), else None."""
     if not url:
         return None
     url = url.strip()
-    parts = split_url(url)
-    if parts is None:
+    if not is_web_url(url):
         return None
-    if parts.scheme not in ("http", "https") or not parts.netloc or not parts.hostname:
+    parts = split_url(url)
+    if parts is None or not parts.hostname:
         return None
     return url
 
