@@ -29,7 +29,7 @@ from urllib.parse import parse_qs
 
 from ..config import Settings
 from ..http import HttpRequest
-from . import BROWSER_HEADERS
+from . import page_request
 from .html import (
     Page,
     add_result,
@@ -40,7 +40,6 @@ from .html import (
     external_url,
     first_by_class,
     has_class,
-    parse_html,
     same_site,
     split_url,
     text_of,
@@ -77,32 +76,23 @@ def build_request(
     params = {"q": query, "setlang": "en", "cc": "US", "form": "QBLH"}
     if filters:
         params.update(filter_params(filters)[0])
-    return HttpRequest(
-        "GET",
-        settings.endpoints[NAME] + PATH,
-        params=params,
-        headers=dict(BROWSER_HEADERS),
-        follow_redirects=True,
-    )
+    return page_request(settings, NAME, PATH, params)
 
 
 def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a Bing page, or Blocked / NoResults / ParseError."""
-    root = parse_html(body, NAME)
     return classify_page(
-        NAME,
-        root,
-        wall=CHALLENGE if _is_challenge(root) else None,
-        results=_results(root),
-        no_results=_is_no_results,
+        NAME, body, wall=_wall, results=_results, no_results=_is_no_results,
         walls=((CHALLENGE, _shows_challenge),),
-    )
+    )  # fmt: skip
 
 
-def _is_challenge(root: HtmlElement) -> bool:
-    if root.get_element_by_id("turnstile-widget", None) is not None:
-        return True
-    return first_by_class(root, "div", "captcha") is not None
+def _wall(root: HtmlElement) -> str | None:
+    """The bot challenge when its widget is in the page's structure."""
+    widget = root.get_element_by_id("turnstile-widget", None)
+    if widget is not None or first_by_class(root, "div", "captcha") is not None:
+        return CHALLENGE
+    return None
 
 
 def _is_no_results(page: Page) -> bool:

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs
 
 from ..config import Settings
 from ..http import HttpRequest
-from . import BROWSER_HEADERS
+from . import page_request
 from .html import (
     Page,
     add_result,
@@ -32,7 +32,6 @@ from .html import (
     external_url,
     first_by_class,
     has_class,
-    parse_html,
     split_url,
     text_of,
 )
@@ -54,33 +53,23 @@ def build_request(
     params = {"q": query, "kl": REGION}
     if filters:
         params.update(filter_params(filters)[0])
-    return HttpRequest(
-        "GET",
-        settings.endpoints[NAME] + PATH,
-        params=params,
-        headers=dict(BROWSER_HEADERS),
-        follow_redirects=True,
-    )
+    return page_request(settings, NAME, PATH, params)
 
 
 def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a DuckDuckGo /html/ page, or Blocked / NoResults / ParseError."""
-    root = parse_html(body, NAME)
     return classify_page(
-        NAME,
-        root,
-        wall=CHALLENGE if _is_challenge(root) else None,
-        results=_results(root),
-        no_results=_is_no_results,
+        NAME, body, wall=_wall, results=_results, no_results=_is_no_results,
         walls=((CHALLENGE, _shows_challenge),),
-    )
+    )  # fmt: skip
 
 
-def _is_challenge(root: HtmlElement) -> bool:
+def _wall(root: HtmlElement) -> str | None:
+    """The bot challenge when its form is in the page's structure."""
     for form in root.iter("form"):
         if form.get("id") == "challenge-form" or "anomaly.js" in (form.get("action") or ""):
-            return True
-    return False
+            return CHALLENGE
+    return None
 
 
 def _is_no_results(page: Page) -> bool:

@@ -36,7 +36,7 @@ from urllib.parse import parse_qs
 
 from ..config import Settings
 from ..http import HttpRequest
-from . import BROWSER_HEADERS
+from . import page_request
 from .html import (
     Page,
     add_result,
@@ -45,7 +45,6 @@ from .html import (
     external_url,
     has_class,
     inside,
-    parse_html,
     same_site,
     split_url,
     text_of,
@@ -104,24 +103,16 @@ def build_request(
     }
     if filters:
         params.update(filter_params(filters)[0])
-    return HttpRequest(
-        "GET",
-        settings.endpoints[NAME] + PATH,
-        params=params,
-        headers=dict(BROWSER_HEADERS),
-        follow_redirects=True,
-        cookies=dict(CONSENT_COOKIES),
-    )
+    return page_request(settings, NAME, PATH, params, cookies=CONSENT_COOKIES)
 
 
 def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a Google page, or Blocked / NoResults / ParseError."""
-    root = parse_html(body, NAME)
     return classify_page(
         NAME,
-        root,
-        wall=_wall(root),
-        results=_results(root),
+        body,
+        wall=_wall,
+        results=_results,
         no_results=_says_no_results,
         walls=((CAPTCHA, _shows_captcha), (CONSENT, _shows_consent), (JS_SHELL, _shows_js_shell)),
     )

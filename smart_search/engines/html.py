@@ -94,29 +94,33 @@ Check = Callable[[Page], bool]
 
 def classify_page(
     engine: str,
-    root: HtmlElement,
+    body: bytes,
     *,
-    wall: str | None,
-    results: list[dict[str, Any]],
+    wall: Callable[[HtmlElement], str | None],
+    results: Callable[[HtmlElement], list[dict[str, Any]]],
     no_results: Check,
     walls: Sequence[tuple[str, Check]] = (),
 ) -> list[dict[str, Any]]:
-    """The outcome ladder of every engine's page (RULINGS §5), each rung fed by the engine:
+    """The outcome ladder of every engine's page (RULINGS §5), `body` read by `parse_html`
+    (ParseError for an empty or unreadable page), each rung fed by the engine's readers:
 
-    1. `wall`, a wall found in the page's structure (a CAPTCHA form, a challenge widget), is
-       `Blocked` whatever else the page holds; it is the message after the engine's name;
-    2. then any organic result is success;
+    1. `wall(root)`, a wall found in the page's structure (a CAPTCHA form, a challenge widget),
+       is `Blocked` whatever else the page holds; it is the message after the engine's name;
+    2. then any organic result (`results(root)`) is success;
     3. then a page that shows it found nothing (`no_results`) is `NoResults`: that sentence
        outranks any page-wide sign below (a query may quote "unusual traffic");
     4. only then may page-wide signs decide: the first `(message, check)` of `walls` that finds
        its signs in what the page shows is `Blocked` (a snippet may quote them, hence after 2);
     5. anything else is `ParseError`. Never success with junk.
     """
+    root = parse_html(body, engine)
+    found_wall = wall(root)
+    found = results(root)
     name = errors.source_label(engine)
-    if wall is not None:
-        raise errors.Blocked(f"{name} {wall}")
-    if results:
-        return results
+    if found_wall is not None:
+        raise errors.Blocked(f"{name} {found_wall}")
+    if found:
+        return found
     page = Page(root)
     if no_results(page):
         raise errors.NoResults(f"{name} found no results for this query.")
