@@ -41,7 +41,7 @@ from .html import (
     first_by_class,
     has_class,
     same_site,
-    split_url,
+    split_link,
     text_of,
 )
 
@@ -168,12 +168,10 @@ def _is_ad(item: HtmlElement) -> bool:
 def target_url(href: str | None) -> str | None:
     """The real target of a result link: `/ck/a?...&u=a1<base64url>` decoded; ads and Bing's
     own pages give None."""
-    if not href:
+    link = split_link(href)
+    if link is None:
         return None
-    parts = split_url(href)
-    if parts is None:
-        return None
-    host = (parts.hostname or "").lower()
+    parts, host = link
     if (not host or _is_bing(host)) and parts.path.startswith("/ck/a"):
         encoded = (parse_qs(parts.query).get("u") or [""])[0]
         return external_url(decode_u(encoded), _is_own)

@@ -32,7 +32,7 @@ from .html import (
     external_url,
     first_by_class,
     has_class,
-    split_url,
+    split_link,
     text_of,
 )
 
@@ -117,10 +117,10 @@ def target_url(href: str | None) -> str | None:
     href = href.strip()
     if href.startswith("//"):
         href = "https:" + href  # scheme-relative
-    parts = split_url(href)
-    if parts is None:
+    link = split_link(href)
+    if link is None:
         return None
-    host = (parts.hostname or "").lower()
+    parts, host = link
     if _is_ddg(host) or not host:
         if parts.path.startswith("/l/"):
             wrapped = (parse_qs(parts.query).get("uddg") or [None])[0]

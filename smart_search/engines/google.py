@@ -46,7 +46,7 @@ from .html import (
     has_class,
     inside,
     same_site,
-    split_url,
+    split_link,
     text_of,
 )
 
@@ -254,12 +254,10 @@ def _anchor_of(heading: HtmlElement) -> HtmlElement | None:
 
 def target_url(href: str | None) -> str | None:
     """The real target of a result link, or None for ads and Google's own links."""
-    if not href:
+    link = split_link(href)
+    if link is None:
         return None
-    parts = split_url(href)
-    if parts is None:
-        return None
-    host = (parts.hostname or "").lower()
+    parts, host = link
     if parts.path == "/url" and (not host or _GOOGLE_HOST.search(host)):
         query = parse_qs(parts.query)
         wrapped = (query.get("q") or query.get("url") or [None])[0]

@@ -258,6 +258,17 @@ def split_url(url: str) -> SplitResult | None:
         return None
 
 
+def split_link(href: str | None) -> tuple[SplitResult, str] | None:
+    """A page's link split into its parts, with its host in lower case ("" for a relative
+    link); None for no link or one that cannot be split."""
+    if not href:
+        return None
+    parts = split_url(href)
+    if parts is None:
+        return None
+    return parts, (parts.hostname or "").lower()
+
+
 def web_url(url: str | None) -> str | None:
     """`url` stripped if it is an absolute http(s) URL with a host (`urls.is_web_url`) that
     urlsplit can read and finds a host name in (`is_own` needs one), else None."""
@@ -307,9 +318,8 @@ def same_site(url: str, other: str) -> bool:
 
 
 def _site(url: str) -> str:
-    parts = split_url(url)
-    host = (parts.hostname or "") if parts is not None else ""
-    return host.lower().removeprefix("www.")
+    link = split_link(url)
+    return link[1].removeprefix("www.") if link is not None else ""
 
 
 # Google's sitelinks table shows at most six; a longer list only crowds out later results
