@@ -40,6 +40,7 @@ from .html import (
     external_url,
     first_by_class,
     has_class,
+    result_link,
     same_site,
     split_link,
     text_of,
@@ -73,18 +74,15 @@ def build_request(
     """GET /search in English for the US market (`setlang` for the interface, `cc` for the
     market), the parameters Bing's own search box sends. `filters` (see `filter_params`)
     override or add Bing's own parameters."""
-    params = {"q": query, "setlang": "en", "cc": "US", "form": "QBLH"}
-    if filters:
-        params.update(filter_params(filters)[0])
+    params = {"q": query, "setlang": "en", "cc": "US", "form": "QBLH", **filter_params(filters)[0]}
     return page_request(settings, NAME, PATH, params)
 
 
 def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a Bing page, or Blocked / NoResults / ParseError."""
     return classify_page(
-        NAME, body, wall=_wall, results=_results, no_results=_is_no_results,
-        walls=((CHALLENGE, _shows_challenge),),
-    )  # fmt: skip
+        NAME, body, wall=_wall, results=_results, no_results=_no_results, walls=_WALLS
+    )
 
 
 def _wall(root: HtmlElement) -> str | None:
@@ -95,7 +93,7 @@ def _wall(root: HtmlElement) -> str | None:
     return None
 
 
-def _is_no_results(page: Page) -> bool:
+def _no_results(page: Page) -> bool:
     for element in page.root.iter("li", "div"):
         if has_class(element, "b_no"):
             return True
@@ -107,6 +105,10 @@ def _shows_challenge(page: Page) -> bool:
     return page.says("one last step", "solve the challenge below")
 
 
+# What the page shows that makes it a wall, tried after its results and its no-results block.
+_WALLS = ((CHALLENGE, _shows_challenge),)
+
+
 def _results(root: HtmlElement) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -114,12 +116,10 @@ def _results(root: HtmlElement) -> list[dict[str, Any]]:
         if _is_ad(item):
             continue
         anchor = _title_link(item)
-        if anchor is None:
+        link = result_link(anchor, target_url)
+        if link is None:
             continue
-        url = target_url(anchor.get("href"))
-        title = text_of(anchor)
-        if url is None or not title:
-            continue
+        url, title = link
         result = add_result(results, seen, title, url, _snippet(item))
         if result is not None:
             _add_deep_links(result, item, anchor)
@@ -224,7 +224,7 @@ RESULTS_PER_PAGE = 10
 
 
 def filter_params(
-    filters: dict[str, Any], *, now: datetime | None = None
+    filters: dict[str, Any] | None, *, now: datetime | None = None
 ) -> tuple[dict[str, str], list[str]]:
     """Bing's query parameters for the search filters, and the filters it cannot honour.
 

@@ -32,6 +32,7 @@ from .html import (
     external_url,
     first_by_class,
     has_class,
+    result_link,
     split_link,
     text_of,
 )
@@ -50,18 +51,15 @@ def build_request(
 ) -> HttpRequest:
     """GET /html/?q=...&kl=wt-wt: the no-JavaScript results page, no region. `filters` (see
     `filter_params`) set a region and a date limit."""
-    params = {"q": query, "kl": REGION}
-    if filters:
-        params.update(filter_params(filters)[0])
+    params = {"q": query, "kl": REGION, **filter_params(filters)[0]}
     return page_request(settings, NAME, PATH, params)
 
 
 def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a DuckDuckGo /html/ page, or Blocked / NoResults / ParseError."""
     return classify_page(
-        NAME, body, wall=_wall, results=_results, no_results=_is_no_results,
-        walls=((CHALLENGE, _shows_challenge),),
-    )  # fmt: skip
+        NAME, body, wall=_wall, results=_results, no_results=_no_results, walls=_WALLS
+    )
 
 
 def _wall(root: HtmlElement) -> str | None:
@@ -72,7 +70,7 @@ def _wall(root: HtmlElement) -> str | None:
     return None
 
 
-def _is_no_results(page: Page) -> bool:
+def _no_results(page: Page) -> bool:
     for element in page.root.iter("div"):
         if has_class(element, "no-results") or has_class(element, "result--no-result"):
             return True
@@ -89,19 +87,20 @@ def _shows_challenge(page: Page) -> bool:
     )
 
 
+# What the page shows that makes it a wall, tried after its results and its no-results block.
+_WALLS = ((CHALLENGE, _shows_challenge),)
+
+
 def _results(root: HtmlElement) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     seen: set[str] = set()
     for block in by_class(root, "div", "result"):
         if has_class(block, "result--ad") or has_class(block, "result--no-result"):
             continue
-        anchor = first_by_class(block, "a", "result__a")
-        if anchor is None:
+        link = result_link(first_by_class(block, "a", "result__a"), target_url)
+        if link is None:
             continue
-        url = target_url(anchor.get("href"))
-        title = text_of(anchor)
-        if url is None or not title:
-            continue
+        url, title = link
         snippet = first_by_class(block, "a", "result__snippet")
         if snippet is None:
             snippet = first_by_class(block, "div", "result__snippet")
@@ -170,7 +169,7 @@ _DATE_LIMITS = {"day": "d", "week": "w", "month": "m", "year": "y"}
 RESULTS_PER_PAGE = 10
 
 
-def filter_params(filters: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, str], list[str]]:
     """DuckDuckGo's query parameters for the search filters, and the filters it cannot honour.
 
     freshness → `df=d|w|m|y`; country and language → one region `kl` (see REGIONS): the

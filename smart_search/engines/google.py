@@ -100,21 +100,15 @@ def build_request(
         "oe": "UTF-8",
         "pws": "0",  # no personalised results: the same query gives the same page
         "gbv": "1",  # "basic version": the no-JavaScript page where Google still serves one
+        **filter_params(filters)[0],
     }
-    if filters:
-        params.update(filter_params(filters)[0])
     return page_request(settings, NAME, PATH, params, cookies=CONSENT_COOKIES)
 
 
 def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a Google page, or Blocked / NoResults / ParseError."""
     return classify_page(
-        NAME,
-        body,
-        wall=_wall,
-        results=_results,
-        no_results=_says_no_results,
-        walls=((CAPTCHA, _shows_captcha), (CONSENT, _shows_consent), (JS_SHELL, _shows_js_shell)),
+        NAME, body, wall=_wall, results=_results, no_results=_no_results, walls=_WALLS
     )
 
 
@@ -131,7 +125,7 @@ def _wall(root: HtmlElement) -> str | None:
     return None
 
 
-def _says_no_results(page: Page) -> bool:
+def _no_results(page: Page) -> bool:
     return page.says("did not match any documents", "no results found for")
 
 
@@ -153,6 +147,11 @@ def _shows_js_shell(page: Page) -> bool:
     return page.links_to("/httpservice/retry/enablejs") or page.says(
         "please click here if you are not redirected", "enable javascript", "turn on javascript"
     )
+
+
+# What the page shows that makes it a wall, tried in this order after its results and its
+# no-results sentence.
+_WALLS = ((CAPTCHA, _shows_captcha), (CONSENT, _shows_consent), (JS_SHELL, _shows_js_shell))
 
 
 class _Block(NamedTuple):
@@ -339,7 +338,7 @@ def _snippet(container: HtmlElement, anchor: HtmlElement) -> str:
 _TBS = {"day": "qdr:d", "week": "qdr:w", "month": "qdr:m", "year": "qdr:y"}
 
 
-def filter_params(filters: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, str], list[str]]:
     """Google's query parameters for the search filters, and the filters it cannot honour.
 
     freshness → `tbs=qdr:d|w|m|y`; country → `gl` (results boosted for that country, not

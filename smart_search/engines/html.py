@@ -296,6 +296,20 @@ def external_url(url: str | None, is_own: Callable[[str, str], bool]) -> str | N
     return url
 
 
+def result_link(
+    anchor: HtmlElement | None, target_url: Callable[[str | None], str | None]
+) -> tuple[str, str] | None:
+    """`(url, title)` of a result's title link: the engine's `target_url` of its href and the
+    link's text; None when there is no link, no usable target or no title."""
+    if anchor is None:
+        return None
+    url = target_url(anchor.get("href"))
+    title = text_of(anchor)
+    if url is None or not title:
+        return None
+    return url, title
+
+
 def add_result(
     results: list[dict[str, Any]], seen: set[str], title: str, url: str, snippet: str
 ) -> dict[str, Any] | None:
