@@ -48,12 +48,12 @@ class Breaker:
     def snapshot(self) -> dict[str, Document]:
         """Every breaker's record with sane types (status, doctor, the MCP status resource)."""
         doc = self.store.read(BREAKER_DOC) or {}
-        entries = {name: _entry(doc, name) for name in doc}
+        entries = {name: breaker_entry(doc, name) for name in doc}
         return {name: entry for name, entry in sorted(entries.items()) if entry is not None}
 
     def admit(self, name: str) -> None:
         """Return when `name` may be called now; raise CircuitOpen when it may not."""
-        entry = _entry(self.store.read(BREAKER_DOC), name)
+        entry = breaker_entry(self.store.read(BREAKER_DOC), name)
         if not entry or entry.get("state") == "closed":
             return
         if not self._trial_due(entry, self.clock()):
@@ -61,7 +61,7 @@ class Breaker:
 
         def claim(doc: Document | None) -> tuple[Document | None, bool]:
             doc = doc or {}
-            current = _entry(doc, name)
+            current = breaker_entry(doc, name)
             now = self.clock()
             if not current or current.get("state") == "closed":
                 return None, True
@@ -78,14 +78,14 @@ class Breaker:
     def record(self, name: str, error: SearchError | None) -> None:
         """Record how a call to `name` ended: None for success, else the error it raised."""
         failed = error is not None and error.counts_for_breaker
-        entry = _entry(self.store.read(BREAKER_DOC), name)
+        entry = breaker_entry(self.store.read(BREAKER_DOC), name)
         if not failed and (not entry or (entry["state"] == "closed" and not entry["failures"])):
             return  # Healthy and already recorded as healthy: nothing to write.
 
         def change(doc: Document | None) -> tuple[Document, None]:
             doc = doc or {}
             now = self.clock()
-            current = _entry(doc, name) or {"state": "closed", "failures": 0}
+            current = breaker_entry(doc, name) or {"state": "closed", "failures": 0}
             if not failed:
                 doc[name] = {"state": "closed", "failures": 0}
                 return doc, None
@@ -106,7 +106,7 @@ class Breaker:
         return True
 
 
-def _entry(doc: Document | None, name: str) -> Document | None:
+def breaker_entry(doc: Document | None, name: str) -> Document | None:
     """`name`'s record with sane types, or None; a hand-mangled record reads as closed."""
     raw = (doc or {}).get(name)
     if not isinstance(raw, dict) or raw.get("state") not in ("closed", "open", "half_open"):
@@ -123,3 +123,6 @@ def _entry(doc: Document | None, name: str) -> Document | None:
         "opened_at": number("opened_at"),
         "trial_at": number("trial_at"),
     }
+
+
+_entry = breaker_entry  # the MCP server's old name for it, until it imports breaker_entry

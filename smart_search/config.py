@@ -133,7 +133,7 @@ class Settings(NamedTuple):
 def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> Settings:
     """Read openclaw.json (if any) and the environment into a `Settings`."""
     env = os.environ if environ is None else environ
-    path, explicit = _config_path(env)
+    path, explicit = config_file(env)
     try:
         root, files = _read_config_files(path, explicit, env)
         section, skill_env = skill_section(root)
@@ -160,10 +160,13 @@ def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> S
     )
 
 
-def _config_path(env: Any) -> tuple[str, bool]:
+def config_file(env: Any) -> tuple[str, bool]:
     """The file OpenClaw itself reads, and whether a variable named it (openclaw.py)."""
     location = openclaw.config_location(env)
     return location.path, location.explicit
+
+
+_config_path = config_file  # the MCP server's old name for it, until it imports config_file
 
 
 def _read_config_files(path: str, explicit: bool, env: Any) -> tuple[dict[str, Any], list[str]]:

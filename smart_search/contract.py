@@ -79,13 +79,17 @@ def _first_failure(schema: dict[str, Any], value: Any, file_name: str) -> Search
     return None
 
 
-def _resolve(ref: str, file_name: str) -> tuple[dict[str, Any], str]:
+def resolve_ref(ref: str, file_name: str) -> tuple[dict[str, Any], str]:
+    """The schema node a `$ref` in `file_name` points at, and the file it sits in."""
     target_file, _, pointer = ref.partition("#")
     target_file = target_file or file_name
     node: Any = load_schema(target_file)
     for part in pointer.strip("/").split("/") if pointer.strip("/") else []:
         node = node[part]
     return node, target_file
+
+
+_resolve = resolve_ref  # the MCP server's old name for it, until it imports resolve_ref
 
 
 def _fail(schema: dict[str, Any], keyword: str, value: Any, name: str | None) -> SearchError:
@@ -142,7 +146,7 @@ def _search(pattern: str, value: str) -> bool:
 def _check(schema: dict[str, Any], value: Any, file_name: str, name: str | None) -> None:
     for keyword, rule in schema.items():
         if keyword == "$ref":
-            target, target_file = _resolve(rule, file_name)
+            target, target_file = resolve_ref(rule, file_name)
             _check(target, value, target_file, name)
         elif keyword == "type":
             if not _type_ok(rule, value):
@@ -193,7 +197,7 @@ def _check_object(schema: dict[str, Any], value: dict[str, Any], file_name: str)
         item = value.get(prop, _MISSING)
         if item is _MISSING:
             if prop in required:
-                target, _ = _resolve(sub["$ref"], file_name) if "$ref" in sub else (sub, None)
+                target, _ = resolve_ref(sub["$ref"], file_name) if "$ref" in sub else (sub, None)
                 raise _fail(target, "required", None, prop)
             continue
         _check(sub, item, file_name, prop)

@@ -76,9 +76,9 @@ def source_warning(source: str, filters: dict[str, Any] | None) -> str | None:
     if not wanted:
         return None
     if source in ("gemini", "brave"):
-        from .providers import _provider_module
+        from .providers import provider_module
 
-        module = _provider_module(source)
+        module = provider_module(source)
     else:
         from .engines import engine_module
 

@@ -53,6 +53,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
+from .urls import WEB_SCHEMES, url_scheme
+
 DEFAULT_K = 60
 TRACKING_PARAMS = ("utm_*", "fbclid", "gclid", "ref", "mc_cid", "mc_eid", "igshid")
 HOST_PREFIXES = ("www", "m", "amp")
@@ -60,7 +62,6 @@ HOST_PREFIXES = ("www", "m", "amp")
 GROUNDING_REDIRECT_HOST = "vertexaisearch.cloud.google.com"
 GROUNDING_REDIRECT_PATH = "/grounding-api-redirect/"
 
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
 _HOST = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
@@ -77,7 +78,7 @@ def canonical_url(url: object, extra_tracking: Iterable[str] = ()) -> str | None
     if not isinstance(url, str):
         return None
     key = merge_key(url, extra_tracking)
-    if key is None and _scheme(url.strip()) in ("http", "https"):
+    if key is None and url_scheme(url.strip()) in WEB_SCHEMES:
         return url.strip()
     return key
 
@@ -90,7 +91,7 @@ def merge_key(url: object, extra_tracking: Iterable[str] = ()) -> str | None:
     text = url.strip()
     try:
         parts = urlsplit(text)
-        if parts.scheme.lower() not in ("http", "https"):
+        if parts.scheme.lower() not in WEB_SCHEMES:
             return None
         host = _canonical_host(parts.hostname)
         port = parts.port  # raises ValueError when out of range or not a number
@@ -107,13 +108,6 @@ def merge_key(url: object, extra_tracking: Iterable[str] = ()) -> str | None:
     except (ValueError, UnicodeError):
         return None
     return f"https://{netloc}{path}" + (f"?{query}" if query else "")
-
-
-def _scheme(text: str) -> str:
-    """The lower-cased scheme of `text`, "" when it has none (read without urlsplit, which
-    refuses some junk outright)."""
-    found = _SCHEME.match(text)
-    return found.group(1).lower() if found else ""
 
 
 def merge(

@@ -39,7 +39,7 @@ What happens to a text, in order:
 
 The result is idempotent: `sanitize_text(sanitize_text(x)) == sanitize_text(x)`. Every pattern
 is linear (bounded or possessive repetition only): a 100,000-character adversarial string takes
-milliseconds. Only `re` and `unicodedata` are imported.
+milliseconds. Only `re`, `unicodedata` and the package's `urls` are imported.
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ import unicodedata
 from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any
+
+from .urls import is_web_url
 
 MARKER = "[removed]"
 _MAX_PASSES = 6
@@ -411,7 +413,6 @@ _URL_UNSAFE = re.compile(
     r"\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164\ufeff\uffa0"
     r"\ud800-\udfff\U000e0000-\U000e01ef]"
 )
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 
 
 def safe_url(url: object) -> str | None:
@@ -420,13 +421,7 @@ def safe_url(url: object) -> str | None:
     if not isinstance(url, str):
         return None
     url = _URL_UNSAFE.sub(_percent_encode, url.strip())
-    scheme = _SCHEME.match(url)
-    if scheme is None or scheme.group(1).lower() not in ("http", "https"):
-        return None
-    rest = url[scheme.end() :]
-    if not rest.startswith("//") or len(rest) <= 2 or rest[2] in "/?#":
-        return None
-    return url
+    return url if is_web_url(url) else None
 
 
 def _percent_encode(match: re.Match[str]) -> str:

@@ -6,52 +6,70 @@ The runner (CLI) and a future MCP server are thin shells over `call_tool`.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .errors import SearchError, UnknownAgent, unknown_agent
 from .ledger import Ledger
 
+if TYPE_CHECKING:
+    from .tiers import Outcome, Run
+
+
+def search_result(
+    *,
+    results: Any = None,
+    provider_used: str | None = None,
+    queries_remaining: int | None = None,
+    quota_source: str = "none",
+    fallback_used: bool = False,
+    warning: str | None = None,
+    web_fetch_engine: str | None = None,
+    error: SearchError | None = None,
+    attempts: list[dict[str, Any]] | None = None,
+    citations: Any = None,
+    truncated: bool = False,
+    cached_at: str | None = None,
+) -> dict[str, Any]:
+    """smart_search's return shape, success and failure alike: every spec key, in the spec's
+    order, null (or empty, or false) when unused; `error` is the failure, None on success. A
+    deep call appends its `answer`."""
+    return {
+        "results": results,
+        "provider_used": provider_used,
+        "queries_remaining": queries_remaining,
+        "quota_source": quota_source,
+        "fallback_used": fallback_used,
+        "warning": warning,
+        "web_fetch_engine": web_fetch_engine,
+        "error": None if error is None else error.message,
+        "error_code": None if error is None else error.error_code,
+        "attempts": [] if attempts is None else attempts,
+        "citations": [] if citations is None else citations,
+        "truncated": truncated,
+        "cached": cached_at is not None,
+        "cached_at": cached_at,
+    }
+
 
 def failure_result(
     tool: str | None, err: SearchError, queries_remaining: int | None = None
 ) -> dict[str, Any]:
-    """The one place a failure becomes a result: smart_search's full return shape (every spec
-    key, null when unused), or `{error, error_code}` for the other tools and unknown ones."""
+    """The one place a failure becomes a result: smart_search's full return shape
+    (`search_result`), or `{error, error_code}` for the other tools and unknown ones."""
     if tool != "smart_search":
         return {"error": err.message, "error_code": err.error_code}
-    return {
-        "results": None,
-        "provider_used": None,
-        "queries_remaining": queries_remaining,
-        "quota_source": "none",
-        "fallback_used": False,
-        "warning": None,
-        "web_fetch_engine": None,
-        "error": err.message,
-        "error_code": err.error_code,
-        "attempts": [],
-        "citations": [],
-        "truncated": False,
-        "cached": False,
-        "cached_at": None,
-    }
+    return search_result(error=err, queries_remaining=queries_remaining)
 
 
 def smart_search(
     args: dict[str, Any], settings: Settings, *, backends: Any = None
 ) -> dict[str, Any]:
-    from . import cache, output, planner, quota
-    from .breaker import Breaker
+    from . import planner
     from .logline import log_search
-    from .pacing import wait_for_slot
-    from .store import open_store
-    from .tiers import RealBackends, Run, fit_api_queries, run_tiers
 
     started = time.monotonic()
-    deadline = started + settings.total_timeout_ms / 1000.0
     agent_id: str = args["agent_id"]
-    force: str | None = args.get("force_provider")
     query = planner.fold_whitespace(args["query"])
     if (
         settings.strict_agents
@@ -60,28 +78,58 @@ def smart_search(
     ):
         # Validation: not logged as a search, no state touched.
         return failure_result("smart_search", UnknownAgent(unknown_agent(agent_id)))
+    force: str | None = args.get("force_provider")
     routed = planner.routed_provider(query, settings, force)
+    run = _start_run(args, settings, agent_id, query, started, backends)
+    deep = args.get("mode") == "deep"
+    try:
+        outcome, answer = _walk(run, routed, deep)
+        snapshot = _snapshot(run.ledger, settings)
+    except SearchError as err:
+        result, saved = failure_result("smart_search", err), 0
+    else:
+        result = _outcome_result(run, routed, deep, outcome, answer, snapshot)
+        saved = run.cache.units_saved if result["cached"] else 0
+    log_search(settings, run.ledger.today, result, agent_id=agent_id, query=query, force=force,
+               mode="deep" if deep else "first", started=started, units_saved=saved)  # fmt: skip
+    return result
+
+
+def _start_run(
+    args: dict[str, Any],
+    settings: Settings,
+    agent_id: str,
+    query: str,
+    started: float,
+    backends: Any,
+) -> Run:
+    """The walk's `tiers.Run`: the shared store opened, the queries fitted, the filters read,
+    the cache flight opened (first mode only)."""
+    from . import cache
+    from .breaker import Breaker
+    from .filters import normalise
+    from .pacing import wait_for_slot
+    from .store import open_store
+    from .tiers import RealBackends, Run, fit_api_queries
+
     store = open_store(settings)
     ledger = Ledger(settings, store)
-    day = ledger.today
     api_query, api_warnings = fit_api_queries(query, settings)
-    from .filters import normalise
-
     filters = normalise(args)
     # Deep mode asks every leg afresh (its merged answer is not one tier's); first mode looks up
     # each tier's key, the filters part of it.
     flight = (
         None
         if args.get("mode") == "deep"
-        else cache.open_flight(settings, store, query, day, fresh=bool(args.get("fresh")))
+        else cache.open_flight(settings, store, query, ledger.today, fresh=bool(args.get("fresh")))
     )
-    run = Run(
+    return Run(
         agent_id=agent_id,
         query=query,
         settings=settings,
         ledger=ledger,
         backends=backends or RealBackends(),
-        deadline=deadline,
+        deadline=started + settings.total_timeout_ms / 1000.0,
         breaker=Breaker(settings, store=store),
         pace=lambda s, engine, until: wait_for_slot(s, engine, until, store=store),
         api_query=api_query,
@@ -89,72 +137,93 @@ def smart_search(
         cache=flight,
         filters=filters,
     )
-    deep = args.get("mode") == "deep"
-    answer: str | None = None
-    try:
-        if deep:
-            from .deep import run_deep
 
-            outcome, answer = run_deep(run, routed)
-        else:
-            outcome = run_tiers(planner.plan(agent_id, query, settings, routed), run)
-        snapshot = _snapshot(ledger, settings)
-    except SearchError as err:
-        result = failure_result("smart_search", err)
-        log_search(settings, day, result, agent_id=agent_id, query=query, force=force,
-                   mode="deep" if deep else "first", started=started)  # fmt: skip
-        return result
 
-    overcommit = None if snapshot is None else quota.overcommit_warning(snapshot, ledger.ceilings)
+def _walk(run: Run, routed: str, deep: bool) -> tuple[Outcome, str | None]:
+    """The tiers' outcome, and deep mode's merged answer (None in first mode)."""
+    if deep:
+        from .deep import run_deep
+
+        return run_deep(run, routed)
+    from . import planner
+    from .tiers import run_tiers
+
+    return run_tiers(planner.plan(run.agent_id, run.query, run.settings, routed), run), None
+
+
+def _outcome_result(
+    run: Run,
+    routed: str,
+    deep: bool,
+    outcome: Outcome,
+    answer: str | None,
+    snapshot: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The result of a walk that ended: its failure, or its answer filtered, scrubbed of keys
+    and capped; the quota figures read from the ledger's `snapshot`."""
+    from . import quota
+
+    ceilings = run.ledger.ceilings
+    overcommit = None if snapshot is None else quota.overcommit_warning(snapshot, ceilings)
     remaining = outcome.queries_remaining
     if remaining is None and snapshot is not None:
-        remaining = quota.allocation_remaining(snapshot, ledger.ceilings, agent_id, routed)
+        remaining = quota.allocation_remaining(snapshot, ceilings, run.agent_id, routed)
+    attempts = [a.as_dict() for a in outcome.attempts]
     if outcome.error is not None:
-        result = failure_result("smart_search", outcome.error, remaining)
-        result["warning"] = overcommit
-    else:
-        found, unsupported = outcome.results, None
-        if not deep:
-            from .filters import first_mode
-
-            source = outcome.engine or outcome.provider_used or routed
-            found, unsupported = first_mode(found, source, filters)
-        warnings = [w for w in (outcome.warning, unsupported, overcommit) if w]
-        # Already sanitized, tier by tier (tiers._usable); keys are scrubbed BEFORE the size cap,
-        # so that a cut can never leave part of a key behind.
-        from .scrub import scrub, settings_secrets
-
-        secrets = settings_secrets(settings)
-        capped, truncated = output.cap_results(
-            scrub(found, secrets), settings.max_result_chars
+        result = search_result(
+            error=outcome.error, queries_remaining=remaining, warning=overcommit, attempts=attempts
         )
-        result = {
-            "results": capped,
-            "provider_used": outcome.provider_used,
-            "queries_remaining": remaining,
-            "quota_source": outcome.quota_source,
-            "fallback_used": outcome.provider_used != routed,
-            "warning": " ".join(warnings) if warnings else None,
-            "web_fetch_engine": outcome.engine,
-            "error": None,
-            "error_code": None,
-            "attempts": [],
-            "citations": scrub(outcome.citations, secrets),
-            "truncated": truncated,
-            "cached": False,
-            "cached_at": None,
-        }
-        if deep:
-            result["answer"] = scrub(answer, secrets)
+    else:
+        result = _answer_result(run, routed, deep, outcome, overcommit, remaining, attempts)
     if deep:
-        result.setdefault("answer", None)
-    if flight is not None and flight.hit and outcome.error is None:
-        result["cached"], result["cached_at"] = True, flight.cached_at
-    result["attempts"] = [a.as_dict() for a in outcome.attempts]
-    saved = flight.units_saved if flight is not None and result["cached"] else 0
-    log_search(settings, day, result, agent_id=agent_id, query=query, force=force,
-               mode="deep" if deep else "first", started=started, units_saved=saved)  # fmt: skip
+        result["answer"] = None if outcome.error is not None else _scrub(answer, run.settings)
     return result
+
+
+def _answer_result(
+    run: Run,
+    routed: str,
+    deep: bool,
+    outcome: Outcome,
+    overcommit: str | None,
+    remaining: int | None,
+    attempts: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A walk's answer as the result: filtered (first mode), keys scrubbed, capped."""
+    from . import output
+
+    found, unsupported = outcome.results, None
+    if not deep:
+        from .filters import first_mode
+
+        source = outcome.engine or outcome.provider_used or routed
+        found, unsupported = first_mode(found, source, run.filters)
+    warnings = [w for w in (outcome.warning, unsupported, overcommit) if w]
+    # Already sanitized, tier by tier (tiers._usable); keys are scrubbed BEFORE the size cap,
+    # so that a cut can never leave part of a key behind.
+    capped, truncated = output.cap_results(
+        _scrub(found, run.settings), run.settings.max_result_chars
+    )
+    flight = run.cache
+    return search_result(
+        results=capped,
+        provider_used=outcome.provider_used,
+        queries_remaining=remaining,
+        quota_source=outcome.quota_source,
+        fallback_used=outcome.provider_used != routed,
+        warning=" ".join(warnings) if warnings else None,
+        web_fetch_engine=outcome.engine,
+        attempts=attempts,
+        citations=_scrub(outcome.citations, run.settings),
+        truncated=truncated,
+        cached_at=flight.cached_at if flight is not None and flight.hit else None,
+    )
+
+
+def _scrub(value: Any, settings: Settings) -> Any:
+    from .scrub import scrub, settings_secrets
+
+    return scrub(value, settings_secrets(settings))
 
 
 def _snapshot(ledger: Ledger, settings: Settings) -> dict[str, Any] | None:

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from smart_search import errors
-from tests.conftest import Env
+from smart_search.tools import failure_result, search_result
+from tests.conftest import SCHEMAS, Env
 from tests.tier_fakes import WEB, FakeAnswer, FakeBackends, blocked, keyed_env, search
 
 
@@ -111,3 +112,18 @@ def test_an_answer_with_nothing_usable_left_is_not_a_success(keyed: Env) -> None
     assert r["provider_used"] == "brave" and r["attempts"][0]["error_code"] == "no_results"
     status = keyed.call("search_quota_status", {"agent_id": "stock-analysis"})
     assert status["gemini"]["used"] == 1 and r["attempts"][0]["units"] == 1
+
+
+
+def test_success_and_failure_share_one_result_shape(keyed: Env) -> None:
+    schema = json.loads((SCHEMAS / "smart_search.result.json").read_text())
+    keys = [key for key in schema["properties"] if key != "answer"]  # deep mode's only
+    failed = failure_result("smart_search", errors.Timeout("late"), 3)
+    assert list(failed) == keys == list(search_result())
+    assert (failed["error_code"], failed["queries_remaining"]) == ("timeout", 3)
+    assert (failed["results"], failed["cached"], failed["attempts"]) == (None, False, [])
+    found = search(keyed, FakeBackends(google=WEB), "x y", "general")
+    walls = {name: blocked(name) for name in ("google", "bing", "duckduckgo")}
+    lost = search(keyed, FakeBackends(brave=errors.Timeout("t"), **walls), "z", "general")
+    assert list(found) == list(lost) == keys
+    assert found["error"] is None and lost["error_code"] is not None

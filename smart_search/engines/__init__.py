@@ -35,7 +35,7 @@ from ..config import ENGINES  # the one registry; re-exported for the engines' u
 
 if TYPE_CHECKING:  # only for annotations: the HTTP stack loads when first used
     from ..config import Settings
-    from ..http import HttpResponse
+    from ..http import HttpRequest, HttpResponse
 
 # A current desktop Firefox on Windows. No Accept-Encoding: the HTTP layer advertises only the
 # codings it can decode (a "br" it cannot decode would turn every page into a parse_error).
@@ -61,6 +61,28 @@ def engine_module(name: str) -> ModuleType:
     if name not in ENGINES:
         raise ValueError(f"Unknown web_fetch engine: {name!r} (expected one of {ENGINES}).")
     return importlib.import_module(f"{__name__}.{name}")
+
+
+def page_request(
+    settings: Settings,
+    name: str,
+    path: str,
+    params: dict[str, str],
+    *,
+    cookies: dict[str, str] | None = None,
+) -> HttpRequest:
+    """GET `path` on engine `name`'s endpoint as a browser asks for it: the browser's headers,
+    `params` as the query string, `cookies` sent, redirects followed."""
+    from ..http import HttpRequest
+
+    return HttpRequest(
+        "GET",
+        settings.endpoints[name] + path,
+        params=params,
+        headers=dict(BROWSER_HEADERS),
+        follow_redirects=True,
+        cookies=dict(cookies or {}),
+    )
 
 
 class EngineCall(NamedTuple):

@@ -29,7 +29,7 @@ from urllib.parse import parse_qs
 
 from ..config import Settings
 from ..http import HttpRequest
-from . import BROWSER_HEADERS
+from . import page_request
 from .html import (
     Page,
     add_result,
@@ -40,9 +40,9 @@ from .html import (
     external_url,
     first_by_class,
     has_class,
-    parse_html,
+    result_link,
     same_site,
-    split_url,
+    split_link,
     text_of,
 )
 
@@ -74,38 +74,26 @@ def build_request(
     """GET /search in English for the US market (`setlang` for the interface, `cc` for the
     market), the parameters Bing's own search box sends. `filters` (see `filter_params`)
     override or add Bing's own parameters."""
-    params = {"q": query, "setlang": "en", "cc": "US", "form": "QBLH"}
-    if filters:
-        params.update(filter_params(filters)[0])
-    return HttpRequest(
-        "GET",
-        settings.endpoints[NAME] + PATH,
-        params=params,
-        headers=dict(BROWSER_HEADERS),
-        follow_redirects=True,
-    )
+    params = {"q": query, "setlang": "en", "cc": "US", "form": "QBLH", **filter_params(filters)[0]}
+    return page_request(settings, NAME, PATH, params)
 
 
 def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a Bing page, or Blocked / NoResults / ParseError."""
-    root = parse_html(body, NAME)
     return classify_page(
-        NAME,
-        root,
-        wall=CHALLENGE if _is_challenge(root) else None,
-        results=_results(root),
-        no_results=_is_no_results,
-        walls=((CHALLENGE, _shows_challenge),),
+        NAME, body, wall=_wall, results=_results, no_results=_no_results, walls=_WALLS
     )
 
 
-def _is_challenge(root: HtmlElement) -> bool:
-    if root.get_element_by_id("turnstile-widget", None) is not None:
-        return True
-    return first_by_class(root, "div", "captcha") is not None
+def _wall(root: HtmlElement) -> str | None:
+    """The bot challenge when its widget is in the page's structure."""
+    widget = root.get_element_by_id("turnstile-widget", None)
+    if widget is not None or first_by_class(root, "div", "captcha") is not None:
+        return CHALLENGE
+    return None
 
 
-def _is_no_results(page: Page) -> bool:
+def _no_results(page: Page) -> bool:
     for element in page.root.iter("li", "div"):
         if has_class(element, "b_no"):
             return True
@@ -117,6 +105,10 @@ def _shows_challenge(page: Page) -> bool:
     return page.says("one last step", "solve the challenge below")
 
 
+# What the page shows that makes it a wall, tried after its results and its no-results block.
+_WALLS = ((CHALLENGE, _shows_challenge),)
+
+
 def _results(root: HtmlElement) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -124,12 +116,10 @@ def _results(root: HtmlElement) -> list[dict[str, Any]]:
         if _is_ad(item):
             continue
         anchor = _title_link(item)
-        if anchor is None:
+        link = result_link(anchor, target_url)
+        if link is None:
             continue
-        url = target_url(anchor.get("href"))
-        title = text_of(anchor)
-        if url is None or not title:
-            continue
+        url, title = link
         result = add_result(results, seen, title, url, _snippet(item))
         if result is not None:
             _add_deep_links(result, item, anchor)
@@ -178,12 +168,10 @@ def _is_ad(item: HtmlElement) -> bool:
 def target_url(href: str | None) -> str | None:
     """The real target of a result link: `/ck/a?...&u=a1<base64url>` decoded; ads and Bing's
     own pages give None."""
-    if not href:
+    link = split_link(href)
+    if link is None:
         return None
-    parts = split_url(href)
-    if parts is None:
-        return None
-    host = (parts.hostname or "").lower()
+    parts, host = link
     if (not host or _is_bing(host)) and parts.path.startswith("/ck/a"):
         encoded = (parse_qs(parts.query).get("u") or [""])[0]
         return external_url(decode_u(encoded), _is_own)
@@ -236,7 +224,7 @@ RESULTS_PER_PAGE = 10
 
 
 def filter_params(
-    filters: dict[str, Any], *, now: datetime | None = None
+    filters: dict[str, Any] | None, *, now: datetime | None = None
 ) -> tuple[dict[str, str], list[str]]:
     """Bing's query parameters for the search filters, and the filters it cannot honour.
 

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs
 
 from ..config import Settings
 from ..http import HttpRequest
-from . import BROWSER_HEADERS
+from . import page_request
 from .html import (
     Page,
     add_result,
@@ -32,8 +32,8 @@ from .html import (
     external_url,
     first_by_class,
     has_class,
-    parse_html,
-    split_url,
+    result_link,
+    split_link,
     text_of,
 )
 
@@ -51,39 +51,26 @@ def build_request(
 ) -> HttpRequest:
     """GET /html/?q=...&kl=wt-wt: the no-JavaScript results page, no region. `filters` (see
     `filter_params`) set a region and a date limit."""
-    params = {"q": query, "kl": REGION}
-    if filters:
-        params.update(filter_params(filters)[0])
-    return HttpRequest(
-        "GET",
-        settings.endpoints[NAME] + PATH,
-        params=params,
-        headers=dict(BROWSER_HEADERS),
-        follow_redirects=True,
-    )
+    params = {"q": query, "kl": REGION, **filter_params(filters)[0]}
+    return page_request(settings, NAME, PATH, params)
 
 
 def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a DuckDuckGo /html/ page, or Blocked / NoResults / ParseError."""
-    root = parse_html(body, NAME)
     return classify_page(
-        NAME,
-        root,
-        wall=CHALLENGE if _is_challenge(root) else None,
-        results=_results(root),
-        no_results=_is_no_results,
-        walls=((CHALLENGE, _shows_challenge),),
+        NAME, body, wall=_wall, results=_results, no_results=_no_results, walls=_WALLS
     )
 
 
-def _is_challenge(root: HtmlElement) -> bool:
+def _wall(root: HtmlElement) -> str | None:
+    """The bot challenge when its form is in the page's structure."""
     for form in root.iter("form"):
         if form.get("id") == "challenge-form" or "anomaly.js" in (form.get("action") or ""):
-            return True
-    return False
+            return CHALLENGE
+    return None
 
 
-def _is_no_results(page: Page) -> bool:
+def _no_results(page: Page) -> bool:
     for element in page.root.iter("div"):
         if has_class(element, "no-results") or has_class(element, "result--no-result"):
             return True
@@ -100,19 +87,20 @@ def _shows_challenge(page: Page) -> bool:
     )
 
 
+# What the page shows that makes it a wall, tried after its results and its no-results block.
+_WALLS = ((CHALLENGE, _shows_challenge),)
+
+
 def _results(root: HtmlElement) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     seen: set[str] = set()
     for block in by_class(root, "div", "result"):
         if has_class(block, "result--ad") or has_class(block, "result--no-result"):
             continue
-        anchor = first_by_class(block, "a", "result__a")
-        if anchor is None:
+        link = result_link(first_by_class(block, "a", "result__a"), target_url)
+        if link is None:
             continue
-        url = target_url(anchor.get("href"))
-        title = text_of(anchor)
-        if url is None or not title:
-            continue
+        url, title = link
         snippet = first_by_class(block, "a", "result__snippet")
         if snippet is None:
             snippet = first_by_class(block, "div", "result__snippet")
@@ -128,10 +116,10 @@ def target_url(href: str | None) -> str | None:
     href = href.strip()
     if href.startswith("//"):
         href = "https:" + href  # scheme-relative
-    parts = split_url(href)
-    if parts is None:
+    link = split_link(href)
+    if link is None:
         return None
-    host = (parts.hostname or "").lower()
+    parts, host = link
     if _is_ddg(host) or not host:
         if parts.path.startswith("/l/"):
             wrapped = (parse_qs(parts.query).get("uddg") or [None])[0]
@@ -181,7 +169,7 @@ _DATE_LIMITS = {"day": "d", "week": "w", "month": "m", "year": "y"}
 RESULTS_PER_PAGE = 10
 
 
-def filter_params(filters: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, str], list[str]]:
     """DuckDuckGo's query parameters for the search filters, and the filters it cannot honour.
 
     freshness → `df=d|w|m|y`; country and language → one region `kl` (see REGIONS): the

@@ -36,7 +36,7 @@ from urllib.parse import parse_qs
 
 from ..config import Settings
 from ..http import HttpRequest
-from . import BROWSER_HEADERS
+from . import page_request
 from .html import (
     Page,
     add_result,
@@ -45,9 +45,8 @@ from .html import (
     external_url,
     has_class,
     inside,
-    parse_html,
     same_site,
-    split_url,
+    split_link,
     text_of,
 )
 
@@ -101,29 +100,15 @@ def build_request(
         "oe": "UTF-8",
         "pws": "0",  # no personalised results: the same query gives the same page
         "gbv": "1",  # "basic version": the no-JavaScript page where Google still serves one
+        **filter_params(filters)[0],
     }
-    if filters:
-        params.update(filter_params(filters)[0])
-    return HttpRequest(
-        "GET",
-        settings.endpoints[NAME] + PATH,
-        params=params,
-        headers=dict(BROWSER_HEADERS),
-        follow_redirects=True,
-        cookies=dict(CONSENT_COOKIES),
-    )
+    return page_request(settings, NAME, PATH, params, cookies=CONSENT_COOKIES)
 
 
 def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a Google page, or Blocked / NoResults / ParseError."""
-    root = parse_html(body, NAME)
     return classify_page(
-        NAME,
-        root,
-        wall=_wall(root),
-        results=_results(root),
-        no_results=_says_no_results,
-        walls=((CAPTCHA, _shows_captcha), (CONSENT, _shows_consent), (JS_SHELL, _shows_js_shell)),
+        NAME, body, wall=_wall, results=_results, no_results=_no_results, walls=_WALLS
     )
 
 
@@ -140,7 +125,7 @@ def _wall(root: HtmlElement) -> str | None:
     return None
 
 
-def _says_no_results(page: Page) -> bool:
+def _no_results(page: Page) -> bool:
     return page.says("did not match any documents", "no results found for")
 
 
@@ -162,6 +147,11 @@ def _shows_js_shell(page: Page) -> bool:
     return page.links_to("/httpservice/retry/enablejs") or page.says(
         "please click here if you are not redirected", "enable javascript", "turn on javascript"
     )
+
+
+# What the page shows that makes it a wall, tried in this order after its results and its
+# no-results sentence.
+_WALLS = ((CAPTCHA, _shows_captcha), (CONSENT, _shows_consent), (JS_SHELL, _shows_js_shell))
 
 
 class _Block(NamedTuple):
@@ -263,12 +253,10 @@ def _anchor_of(heading: HtmlElement) -> HtmlElement | None:
 
 def target_url(href: str | None) -> str | None:
     """The real target of a result link, or None for ads and Google's own links."""
-    if not href:
+    link = split_link(href)
+    if link is None:
         return None
-    parts = split_url(href)
-    if parts is None:
-        return None
-    host = (parts.hostname or "").lower()
+    parts, host = link
     if parts.path == "/url" and (not host or _GOOGLE_HOST.search(host)):
         query = parse_qs(parts.query)
         wrapped = (query.get("q") or query.get("url") or [None])[0]
@@ -350,7 +338,7 @@ def _snippet(container: HtmlElement, anchor: HtmlElement) -> str:
 _TBS = {"day": "qdr:d", "week": "qdr:w", "month": "qdr:m", "year": "qdr:y"}
 
 
-def filter_params(filters: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, str], list[str]]:
     """Google's query parameters for the search filters, and the filters it cannot honour.
 
     freshness → `tbs=qdr:d|w|m|y`; country → `gl` (results boosted for that country, not

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
 from .. import errors
+from ..urls import is_web_url
 
 if TYPE_CHECKING:  # only for annotations: lxml loads when a page is first parsed
     from lxml.html import HtmlElement
@@ -93,29 +94,33 @@ Check = Callable[[Page], bool]
 
 def classify_page(
     engine: str,
-    root: HtmlElement,
+    body: bytes,
     *,
-    wall: str | None,
-    results: list[dict[str, Any]],
+    wall: Callable[[HtmlElement], str | None],
+    results: Callable[[HtmlElement], list[dict[str, Any]]],
     no_results: Check,
     walls: Sequence[tuple[str, Check]] = (),
 ) -> list[dict[str, Any]]:
-    """The outcome ladder of every engine's page (RULINGS §5), each rung fed by the engine:
+    """The outcome ladder of every engine's page (RULINGS §5), `body` read by `parse_html`
+    (ParseError for an empty or unreadable page), each rung fed by the engine's readers:
 
-    1. `wall`, a wall found in the page's structure (a CAPTCHA form, a challenge widget), is
-       `Blocked` whatever else the page holds; it is the message after the engine's name;
-    2. then any organic result is success;
+    1. `wall(root)`, a wall found in the page's structure (a CAPTCHA form, a challenge widget),
+       is `Blocked` whatever else the page holds; it is the message after the engine's name;
+    2. then any organic result (`results(root)`) is success;
     3. then a page that shows it found nothing (`no_results`) is `NoResults`: that sentence
        outranks any page-wide sign below (a query may quote "unusual traffic");
     4. only then may page-wide signs decide: the first `(message, check)` of `walls` that finds
        its signs in what the page shows is `Blocked` (a snippet may quote them, hence after 2);
     5. anything else is `ParseError`. Never success with junk.
     """
+    root = parse_html(body, engine)
+    found_wall = wall(root)
+    found = results(root)
     name = errors.source_label(engine)
-    if wall is not None:
-        raise errors.Blocked(f"{name} {wall}")
-    if results:
-        return results
+    if found_wall is not None:
+        raise errors.Blocked(f"{name} {found_wall}")
+    if found:
+        return found
     page = Page(root)
     if no_results(page):
         raise errors.NoResults(f"{name} found no results for this query.")
@@ -253,15 +258,27 @@ def split_url(url: str) -> SplitResult | None:
         return None
 
 
+def split_link(href: str | None) -> tuple[SplitResult, str] | None:
+    """A page's link split into its parts, with its host in lower case ("" for a relative
+    link); None for no link or one that cannot be split."""
+    if not href:
+        return None
+    parts = split_url(href)
+    if parts is None:
+        return None
+    return parts, (parts.hostname or "").lower()
+
+
 def web_url(url: str | None) -> str | None:
-    """`url` if it is an absolute http(s) URL with a host, else None."""
+    """`url` stripped if it is an absolute http(s) URL with a host (`urls.is_web_url`) that
+    urlsplit can read and finds a host name in (`is_own` needs one), else None."""
     if not url:
         return None
     url = url.strip()
-    parts = split_url(url)
-    if parts is None:
+    if not is_web_url(url):
         return None
-    if parts.scheme not in ("http", "https") or not parts.netloc or not parts.hostname:
+    parts = split_url(url)
+    if parts is None or not parts.hostname:
         return None
     return url
 
@@ -277,6 +294,20 @@ def external_url(url: str | None, is_own: Callable[[str, str], bool]) -> str | N
     if is_own((parts.hostname or "").lower(), parts.path):
         return None
     return url
+
+
+def result_link(
+    anchor: HtmlElement | None, target_url: Callable[[str | None], str | None]
+) -> tuple[str, str] | None:
+    """`(url, title)` of a result's title link: the engine's `target_url` of its href and the
+    link's text; None when there is no link, no usable target or no title."""
+    if anchor is None:
+        return None
+    url = target_url(anchor.get("href"))
+    title = text_of(anchor)
+    if url is None or not title:
+        return None
+    return url, title
 
 
 def add_result(
@@ -301,9 +332,8 @@ def same_site(url: str, other: str) -> bool:
 
 
 def _site(url: str) -> str:
-    parts = split_url(url)
-    host = (parts.hostname or "") if parts is not None else ""
-    return host.lower().removeprefix("www.")
+    link = split_link(url)
+    return link[1].removeprefix("www.") if link is not None else ""
 
 
 # Google's sitelinks table shows at most six; a longer list only crowds out later results

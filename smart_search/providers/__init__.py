@@ -112,7 +112,7 @@ def call_provider(
     from .. import http
     from ..retry import run_with_retries
 
-    module = _provider_module(name)
+    module = provider_module(name)
     request = module.build_request(query, settings, filters=filters)
     latencies: list[int] = []
     worst = max(1, settings.max_units_per_call.get(name, 1))
@@ -155,7 +155,8 @@ def call_provider(
     )
 
 
-def _provider_module(name: str) -> ModuleType:
+def provider_module(name: str) -> ModuleType:
+    """The module of API provider `name`; InternalError for a name that is none."""
     # Imported on demand: the provider modules import `Answer` from this package.
     if name == "gemini":
         from . import gemini

@@ -5,33 +5,23 @@ renderers both print exactly these cells, so the two always agree."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from .aggregate import SOURCES
 from .summary import rate
 
 
-class Table:
+class Table(NamedTuple):
     """A titled grid of already formatted cells; the text and the HTML print exactly these."""
 
-    def __init__(
-        self,
-        key: str,
-        title: str,
-        columns: list[str],
-        rows: list[list[str]],
-        note: str = "",
-        align: str = "l",
-        total: bool = False,
-    ) -> None:
-        self.key = key
-        self.title = title
-        self.columns = columns
-        self.rows = rows
-        self.note = note
-        # one letter per leading column, l(eft) or r(ight); the rest are right-aligned numbers
-        self.align = align
-        self.total = total  # the last row is the totals row
+    key: str
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    note: str = ""
+    # one letter per leading column, l(eft) or r(ight); the rest are right-aligned numbers
+    align: str = "l"
+    total: bool = False  # the last row is the totals row
 
 
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")

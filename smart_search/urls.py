@@ -1,0 +1,32 @@
+"""What counts as a web link: an absolute http(s) URL with a host, the one rule the sanitizer,
+the engines' link readers and the fusion merge all apply.
+
+The link is read as text, not through `urllib.parse.urlsplit`: urlsplit silently deletes tabs
+and newlines, strips leading control characters and lower-cases the scheme before it looks, and
+refuses some junk (`http://[bad`) outright, so what it reports is not what a reader sees. A
+caller that needs the parts (a host name to compare) splits the link after this check.
+"""
+
+from __future__ import annotations
+
+import re
+
+WEB_SCHEMES = ("http", "https")
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+
+
+def url_scheme(text: str) -> str:
+    """The lower-cased scheme `text` starts with, "" when it has none."""
+    found = _SCHEME.match(text)
+    return found.group(1).lower() if found else ""
+
+
+def is_web_url(text: str) -> bool:
+    """True when `text` is an absolute http(s) URL with a host: `http:` or `https:` in any case,
+    then `//` and at least one character that is not `/`, `?` or `#`."""
+    found = _SCHEME.match(text)
+    if found is None or found.group(1).lower() not in WEB_SCHEMES:
+        return False
+    rest = text[found.end() :]
+    return rest.startswith("//") and len(rest) > 2 and rest[2] not in "/?#"
