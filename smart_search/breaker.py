@@ -125,4 +125,3 @@ def breaker_entry(doc: Document | None, name: str) -> Document | None:
     }
 
 
-_entry = breaker_entry  # the MCP server's old name for it, until it imports breaker_entry

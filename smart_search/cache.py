@@ -271,7 +271,7 @@ class Flight:
         self, found: dict[str, Any], tier: Tier, run: Run, started: float
     ) -> tuple[Attempt, Outcome]:
         from .errors import WEB_FETCH_WARNING
-        from .tiers import Outcome, _record
+        from .tiers import Outcome, record_attempt
 
         provider = found.get("provider") or tier.provider
         from .stamps import utc_stamp
@@ -280,7 +280,8 @@ class Flight:
         units = found.get("units")
         self.units_saved = units if isinstance(units, int) and units > 0 else 0
         self._count(hit=True, units=self.units_saved)
-        attempt = _record(tier, started, "success", quota_source="none")._replace(provider="cache")
+        attempt = record_attempt(tier, started, "success", quota_source="none")
+        attempt = attempt._replace(provider="cache")
         web = provider == "web_fetch"
         return attempt, Outcome(
             attempts=[],
@@ -295,13 +296,13 @@ class Flight:
 
     def _late(self, tier: Tier, started: float) -> Attempt:
         from .errors import Timeout
-        from .tiers import _record
+        from .tiers import record_attempt
 
         late = Timeout(
             "The call's total_timeout_ms ran out while another process was asking the same "
             "question."
         )
-        return _record(tier, started, "skipped", late)
+        return record_attempt(tier, started, "skipped", late)
 
     # -- stats and trouble ------------------------------------------------------------------------
     def _count(self, *, hit: bool, units: int = 0) -> None:

@@ -166,7 +166,6 @@ def config_file(env: Any) -> tuple[str, bool]:
     return location.path, location.explicit
 
 
-_config_path = config_file  # the MCP server's old name for it, until it imports config_file
 
 
 def _read_config_files(path: str, explicit: bool, env: Any) -> tuple[dict[str, Any], list[str]]:

@@ -89,7 +89,6 @@ def resolve_ref(ref: str, file_name: str) -> tuple[dict[str, Any], str]:
     return node, target_file
 
 
-_resolve = resolve_ref  # the MCP server's old name for it, until it imports resolve_ref
 
 
 def _fail(schema: dict[str, Any], keyword: str, value: Any, name: str | None) -> SearchError:

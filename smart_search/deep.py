@@ -29,7 +29,7 @@ from typing import Any
 from .config import GENERAL_AGENT
 from .errors import PROVIDER_LABELS, QuotaExhausted, Timeout
 from .planner import OPPOSITE, Tier, is_finance
-from .tiers import Attempt, Outcome, Run, _record, api_tier, final_error, web_tier
+from .tiers import Attempt, Outcome, Run, api_tier, final_error, record_attempt, web_tier
 
 
 def legs(agent_id: str, query: str, run: Run, routed: str) -> list[Tier]:
@@ -107,11 +107,12 @@ def run_deep(run: Run, routed: str) -> tuple[Outcome, str | None]:
         started = time.monotonic()
         try:
             if tier.number in refused:
-                ended[tier.number] = (_record(tier, started, "skipped", refused[tier.number]), None)
+                skipped = record_attempt(tier, started, "skipped", refused[tier.number])
+                ended[tier.number] = (skipped, None)
                 return
             if started >= run.deadline:
                 late = Timeout("The call's total_timeout_ms ran out before this tier.")
-                ended[tier.number] = (_record(tier, started, "skipped", late), None)
+                ended[tier.number] = (record_attempt(tier, started, "skipped", late), None)
                 return
             leg_run = run
             if tier.is_api and tier.number in shares:

@@ -175,7 +175,7 @@ class Outcome(NamedTuple):
     cacheable: bool = True  # False: a partial answer the result cache must not keep
 
 
-def _record(
+def record_attempt(
     tier: Tier,
     started: float,
     outcome: str,
@@ -220,7 +220,7 @@ def run_tiers(tiers: list[Tier], run: Run) -> Outcome:
         started = time.monotonic()
         if started >= run.deadline:
             late = Timeout("The call's total_timeout_ms ran out before this tier.")
-            attempts.append(_record(tier, started, "skipped", late))
+            attempts.append(record_attempt(tier, started, "skipped", late))
             continue
         walk = _api_tier if tier.is_api else _web_tier
         if run.cache is not None:  # a hit instead of the tier, or the tier as the key's leader
@@ -236,24 +236,25 @@ def run_tiers(tiers: list[Tier], run: Run) -> Outcome:
 def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | None]:
     provider = tier.provider
     if run.settings.api_keys.get(provider) is None:
-        return _record(tier, started, "skipped", NotConfigured(NOT_CONFIGURED[provider])), None
+        missing = NotConfigured(NOT_CONFIGURED[provider])
+        return record_attempt(tier, started, "skipped", missing), None
     try:
         run.breaker.admit(provider)
     except StateError:
         raise
     except SearchError as err:
-        return _record(tier, started, "skipped", err), None
+        return record_attempt(tier, started, "skipped", err), None
     try:
         first, remaining = run.ledger.reserve(run.agent_id, provider)
     except StateUnavailable as err:
         if run.settings.state_backend.get("on_unavailable") != "web_only":
             raise
         # The operator chose web_only: no API tier without the shared ledger; web tiers go on.
-        return _record(tier, started, "skipped", err), None
+        return record_attempt(tier, started, "skipped", err), None
     except StateError:
         raise
     except SearchError as err:
-        return _record(tier, started, "skipped", err), None
+        return record_attempt(tier, started, "skipped", err), None
     held = _Holds(first)
     call, settled = held.call(run, provider)
     if settled is not None:
@@ -269,19 +270,19 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
         "units_by_source": held.by_source(call.units - held.starts[-1]),
     }
     if call.error is not None:
-        return _record(tier, started, "failed", call.error, **telemetry), None
+        return record_attempt(tier, started, "failed", call.error, **telemetry), None
     assert call.answer is not None
     results = _usable(call.answer.results)
     if results is None:
         # Billed all the same (Brave bills every 2xx): the unit stays charged.
         empty = _nothing_usable(provider, call.http_status)
-        return _record(tier, started, "failed", empty, **telemetry), None
+        return record_attempt(tier, started, "failed", empty, **telemetry), None
     if source is None:
         # A grounded prompt that ran no search query: free, so the answer spent no unit.
         source = "none"
         telemetry["quota_source"] = "none"
     telemetry["http_status"] = None  # the attempt schema keeps a status for failures only
-    attempt = _record(tier, started, "success", **telemetry)
+    attempt = record_attempt(tier, started, "success", **telemetry)
     return attempt, Outcome(
         attempts=[],
         results=results,
@@ -358,13 +359,13 @@ def _web_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
     engine = tier.engine
     assert engine is not None
     if tier.finance_blocked:
-        return _record(tier, started, "skipped", FinanceBlocked(FINANCE_BLOCKED)), None
+        return record_attempt(tier, started, "skipped", FinanceBlocked(FINANCE_BLOCKED)), None
     try:
         run.breaker.admit(engine)
     except StateError:
         raise
     except SearchError as err:
-        return _record(tier, started, "skipped", err), None
+        return record_attempt(tier, started, "skipped", err), None
 
     def wait_for_slot() -> None:
         run.pace(run.settings, engine, run.deadline)
@@ -376,20 +377,20 @@ def _web_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
         raise call.error
     if not call.sent:
         # No slot before the deadline: nothing was sent, so the engine's health is unknown.
-        return _record(tier, started, "skipped", call.error), None
+        return record_attempt(tier, started, "skipped", call.error), None
     run.breaker.record(engine, call.error)
     telemetry: dict[str, Any] = {
         "http_status": call.http_status,
         "latencies": call.attempt_latencies_ms,
     }
     if call.error is not None:
-        return _record(tier, started, "failed", call.error, **telemetry), None
+        return record_attempt(tier, started, "failed", call.error, **telemetry), None
     usable = _usable(call.results)
     if usable is None:
         empty = _nothing_usable(engine, call.http_status)
-        return _record(tier, started, "failed", empty, **telemetry), None
+        return record_attempt(tier, started, "failed", empty, **telemetry), None
     telemetry["http_status"] = None  # the attempt schema keeps a status for failures only
-    attempt = _record(tier, started, "success", quota_source="none", **telemetry)
+    attempt = record_attempt(tier, started, "success", quota_source="none", **telemetry)
     return attempt, Outcome(
         attempts=[],
         results=usable,

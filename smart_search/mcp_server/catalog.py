@@ -56,7 +56,7 @@ def _inline(node: Any, file_name: str, depth: int) -> Any:
         if key in _DROPPED or key.startswith("x-"):
             continue
         if key == "$ref":
-            resolved, target_file = contract._resolve(value, file_name)
+            resolved, target_file = contract.resolve_ref(value, file_name)
             target = _inline(resolved, target_file, depth + 1)
             continue
         # Keyword values that are schemas keep their own file's base for their $refs.

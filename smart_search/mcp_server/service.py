@@ -28,9 +28,9 @@ class Service:
     def _config_stamp(self) -> tuple[Any, ...] | None:
         """Every config file's identity: the main file OpenClaw's rules pick now, and each file
         the last load read (its $includes). None (never cached) when the main file is missing."""
-        from ..config import _config_path
+        from ..config import config_file
 
-        path, _ = _config_path(self.environ)
+        path, _ = config_file(self.environ)
         files = [path]
         if self._cached is not None:
             files += [f for f in self._cached[0].config_files if f != path]
@@ -128,7 +128,7 @@ class Service:
         }
 
     def _breakers(self) -> dict[str, Any]:
-        from ..breaker import BREAKER_DOC, Breaker, _entry
+        from ..breaker import BREAKER_DOC, Breaker, breaker_entry
         from ..config import ENGINES, PROVIDERS
         from ..errors import SearchError
 
@@ -137,4 +137,4 @@ class Service:
         except SearchError as err:
             return {"error": err.message, "error_code": err.error_code}
         closed = {"state": "closed", "failures": 0, "opened_at": 0.0, "trial_at": 0.0}
-        return {name: _entry(doc, name) or dict(closed) for name in PROVIDERS + ENGINES}
+        return {name: breaker_entry(doc, name) or dict(closed) for name in PROVIDERS + ENGINES}
