@@ -151,7 +151,7 @@ def _merged(
     answered: dict[int, tuple[Tier, Outcome]],
     shares: dict[int, int],
 ) -> Outcome:
-    from .filters import source_warning
+    from .filter_notes import source_warning
     from .fusion import merge
 
     lists: dict[str, Any] = {}

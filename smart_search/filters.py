@@ -68,30 +68,3 @@ def unsupported_warning(source: str, unsupported: list[str], filters: dict[str, 
     label = PROVIDER_LABELS.get(source, source)
     return f"{label} could not apply these filters: {shown} (searched without them)."
 
-
-def source_warning(source: str, filters: dict[str, Any] | None) -> str | None:
-    """`unsupported_warning` for `source` ("gemini", "brave" or an engine name) under `filters`,
-    from that source's own `filter_params`; None when every filter set applies (or none is)."""
-    wanted = normalise(filters)
-    if not wanted:
-        return None
-    if source in ("gemini", "brave"):
-        from .providers import provider_module
-
-        module = provider_module(source)
-    else:
-        from .engines import engine_module
-
-        module = engine_module(source)
-    return unsupported_warning(source, module.filter_params(wanted)[1], wanted)
-
-
-def first_mode(results: Any, source: str, filters: dict[str, Any] | None) -> tuple[Any, str | None]:
-    """First mode's answer under `filters`: a list cut to `count` (a web engine's page holds up
-    to ten whatever is asked), and the warning for what `source` (the tier that answered: a
-    provider or an engine) could not honour."""
-    wanted = normalise(filters)
-    count = valid_count(wanted.get("count"))
-    if count is not None and isinstance(results, list):
-        results = results[:count]
-    return results, source_warning(source, wanted)

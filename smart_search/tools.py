@@ -194,7 +194,7 @@ def _answer_result(
 
     found, unsupported = outcome.results, None
     if not deep:
-        from .filters import first_mode
+        from .filter_notes import first_mode
 
         source = outcome.engine or outcome.provider_used or routed
         found, unsupported = first_mode(found, source, run.filters)

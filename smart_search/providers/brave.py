@@ -22,7 +22,7 @@ import orjson
 
 from .. import errors
 from ..config import Settings
-from . import Answer, json_object, shape_error, status_error
+from .parsing import Answer, json_object, shape_error, status_error
 
 if TYPE_CHECKING:
     # http (socket, logging, zlib) is imported when a request is built: every smart_search call

@@ -26,7 +26,7 @@ import orjson
 from .. import errors
 from ..config import Settings
 from ..http import HttpRequest, HttpResponse, retry_after_seconds
-from . import Answer, json_object, shape_error, status_error
+from .parsing import Answer, json_object, shape_error, status_error
 
 NAME = "gemini"
 PATH = "/v1beta/models/{model}:generateContent"
