@@ -24,8 +24,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 RESERVE = (
     "import os, sys\n"
-    "from smart_search.config import load_settings\n"
-    "from smart_search.ledger import Ledger\n"
+    "from smart_search.host.config import load_settings\n"
+    "from smart_search.budget.ledger import Ledger\n"
     "Ledger(load_settings(os.environ)).reserve(sys.argv[1], 'gemini')\n"
 )
 

@@ -38,8 +38,8 @@ FLOOR_CODE = "import filelock, orjson"
 
 RESERVE_ONE = (
     "import os, sys, time\n"
-    "from smart_search.config import load_settings\n"
-    "from smart_search.ledger import Ledger\n"
+    "from smart_search.host.config import load_settings\n"
+    "from smart_search.budget.ledger import Ledger\n"
     "ledger = Ledger(load_settings(os.environ))\n"
     "ledger.reserve(sys.argv[1], 'brave')\n"
     "print(ledger.store.last_lock_wait_s)\n"

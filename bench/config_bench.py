@@ -21,9 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # runnable from a checkout without installing
 
-from smart_search import openclaw  # noqa: E402
-from smart_search.config import load_settings  # noqa: E402
 from smart_search.errors import ConfigError  # noqa: E402
+from smart_search.host import openclaw  # noqa: E402
+from smart_search.host.config import load_settings  # noqa: E402
 
 BUDGET_MS = 10.0
 

@@ -85,7 +85,7 @@ def environ(root: Path, url: str, keys: bool) -> dict[str, str]:
 
 
 def timed(env: dict[str, str], args: dict[str, object]) -> tuple[float, dict[str, object]]:
-    from smart_search.runner import handle
+    from smart_search.shell.runner import handle
 
     raw = json.dumps({"tool": "smart_search", "args": args}).encode()
     started = time.perf_counter()

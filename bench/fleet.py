@@ -178,7 +178,7 @@ class FleetProviders:
 
     def call_api(self, provider, query, settings, deadline, may_retry, **_):  # noqa: ANN001, ANN201
         from smart_search.errors import Timeout
-        from smart_search.providers import Answer, ProviderCall
+        from smart_search.sources.providers import Answer, ProviderCall
 
         who = getattr(self.local, "who", ("?", "?"))
         reported = 0  # what the call says was billed: the truth, or the worst case if unknown
@@ -210,7 +210,7 @@ class FleetProviders:
         raise AssertionError("unreachable")
 
     def fetch_engine(self, engine, query, settings, deadline, before_send, **_):  # noqa: ANN001, ANN201
-        from smart_search.engines import EngineCall
+        from smart_search.sources.engines import EngineCall
 
         before_send()
         with self.books.lock:
@@ -300,7 +300,7 @@ def fleet_config(hosts: int, agents: int, limits: dict[str, tuple[int, int]], *,
 
 
 def host_settings(root: Path, host: int, config: dict[str, Any]) -> Any:
-    from smart_search.config import load_settings
+    from smart_search.host.config import load_settings
 
     home = root / f"host-{host:02d}"
     (home / "state").mkdir(parents=True, exist_ok=True)
@@ -333,12 +333,12 @@ def question(seed: int, slot: float, host: int, agent: int) -> str:
 
 def one_call(host: int, agent: int, settings: Any, store: Any, clock: SimClock,
              providers: FleetProviders, tally: Tally, seed: int) -> None:  # fmt: skip
-    from smart_search import cache
-    from smart_search.breaker import Breaker
-    from smart_search.ledger import Ledger
-    from smart_search.pacing import wait_for_slot
-    from smart_search.planner import plan, routed_provider
-    from smart_search.tiers import Run, fit_api_queries, run_tiers
+    from smart_search.budget.breaker import Breaker
+    from smart_search.budget.ledger import Ledger
+    from smart_search.budget.pacing import wait_for_slot
+    from smart_search.search import cache
+    from smart_search.search.planner import plan, routed_provider
+    from smart_search.search.tiers import Run, fit_api_queries, run_tiers
 
     def pace(s: Any, engine: str, until: float) -> float:
         # The shared pacing document on the injected clock (an interval of 0: a simulated slot
@@ -372,8 +372,8 @@ def one_call(host: int, agent: int, settings: Any, store: Any, clock: SimClock,
 
 def complete_day(settings: Any, store: Any, clock: SimClock, host: int, agent: int) -> None:
     """After its last run of the day a cron agent hands its unused allocation to the pool."""
+    from smart_search.budget.ledger import Ledger
     from smart_search.errors import AlreadyComplete
-    from smart_search.ledger import Ledger
 
     try:
         Ledger(settings, store, clock=clock).complete(agent_name(host, agent))

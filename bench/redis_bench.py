@@ -40,8 +40,8 @@ FILE_FLOOR = "import filelock, orjson"  # the file backend's floor (bench/bench.
 
 RESERVE_ONE = (
     "import os, sys, time\n"
-    "from smart_search.config import load_settings\n"
-    "from smart_search.ledger import Ledger\n"
+    "from smart_search.host.config import load_settings\n"
+    "from smart_search.budget.ledger import Ledger\n"
     "ledger = Ledger(load_settings(os.environ))  # opens the store: the redis client if set\n"
     "if ledger.store.kind == 'files':\n"
     "    import filelock  # what the file backend's first update imports\n"

@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # runnable from a checkout without installing
 
-from smart_search.sanitize import sanitize_text  # noqa: E402
+from smart_search.text.sanitize import sanitize_text  # noqa: E402
 from tests.test_sanitize import ADVERSARIAL  # noqa: E402
 
 SNIPPET_BUDGET_MS = 50.0

@@ -28,14 +28,14 @@ Options: --help, --version
 
 # subcommand -> "module:function" inside this package; the function takes the remaining argv.
 SUBCOMMANDS = {
-    "search": "argforms:search_main",
-    "quota": "argforms:quota_main",
-    "complete": "argforms:complete_main",
-    "doctor": "doctor:main",
+    "search": "shell.argforms:search_main",
+    "quota": "shell.argforms:quota_main",
+    "complete": "shell.argforms:complete_main",
+    "doctor": "shell.doctor:main",
     "report": "report:main",
-    "cache": "cache_admin:cache_main",
-    "state": "admin:state_main",
-    "mcp": "mcp_server:main",
+    "cache": "shell.cache_admin:cache_main",
+    "state": "shell.admin:state_main",
+    "mcp": "shell.mcp:main",
 }
 
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(USAGE)
             return 0
         if args == ["--version"]:
-            from . import __version__
+            from smart_search import __version__
 
             sys.stdout.write(f"smart-search {__version__}\n")
             return 0
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     # backends (trio ~80 ms when installed, anyio a few ms). Library users are not affected.
     for backend in ("trio", "anyio"):
         sys.modules.setdefault(backend, None)  # type: ignore[arg-type]
-    from .runner import MAX_INPUT_BYTES, dumps, handle
+    from smart_search.shell.runner import MAX_INPUT_BYTES, dumps, handle
 
     try:
         raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)

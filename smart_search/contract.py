@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from .errors import InvalidInput, SearchError, UnknownTool
+from smart_search.errors import InvalidInput, SearchError, UnknownTool
 
 # Keywords the interpreter enforces; annotations (`description`, `title`, `$schema`, `$id`,
 # `x-*`) carry no rule.

@@ -2,10 +2,10 @@
 
 Providers, engines, the ledger and the config loader translate whatever goes wrong at their edge
 into one of these; the planner and the runner only ever see these classes. Each class carries its
-`error_code` (the closed vocabulary in RULINGS §1, mirrored by `schemas/`) and two policy flags:
+`error_code` (the closed vocabulary in RULINGS 1, mirrored by `schemas/`) and two policy flags:
 
 - `retryable`: the same request may succeed if sent again soon (timeouts, 5xx, 429 per-second).
-- `counts_for_breaker`: the failure says the service is sick (RULINGS §5), so it feeds the
+- `counts_for_breaker`: the failure says the service is sick (RULINGS 5), so it feeds the
   circuit breaker. Auth errors, `no_results` and `parse_error` never do.
 
 Runtime error strings from the spec live here as constants; input-validation strings live in the
@@ -14,7 +14,7 @@ argument schemas under `x-errors` (the schemas drive validation).
 
 from __future__ import annotations
 
-# Spec §12 strings used at run time (input-validation strings are in schemas/*.args.json).
+# Spec 12 strings used at run time (input-validation strings are in schemas/*.args.json).
 ALL_EXHAUSTED = "All search providers exhausted or unavailable."
 FINANCE_BLOCKED = (
     "Finance and time-sensitive queries require Gemini or Brave API. "
@@ -91,7 +91,7 @@ class SearchError(Exception):
         # Seconds the server asked us to wait before trying again (Retry-After, RetryInfo, ...).
         self.retry_after = retry_after
         # The request left (a connection was made) before this went wrong, so a provider may
-        # have answered and billed it (RULINGS §4). Set where the error is raised, never later.
+        # have answered and billed it (RULINGS 4). Set where the error is raised, never later.
         self.sent = sent
 
 

@@ -55,7 +55,7 @@ def assert_valid_result(tool: str | None, result: dict[str, Any]) -> None:
     assert not errors, f"{tool} result breaks its schema: {errors[0].message}\n{result}"
 
 
-# The spec's worked examples (§8 config, §13): these agents and allocations.
+# The spec's worked examples (8 config, 13): these agents and allocations.
 EXAMPLE_ALLOCATIONS = {
     "stock-analysis": {"gemini": 15, "brave": 0},
     "tech-news": {"gemini": 3, "brave": 2},
@@ -80,7 +80,7 @@ FINANCE_BLOCKED = (
 
 
 class SpecExample(NamedTuple):
-    """One of spec §13's worked examples: the call, and the return shape the spec prints."""
+    """One of spec 13's worked examples: the call, and the return shape the spec prints."""
 
     query: str
     agent_id: str
@@ -89,7 +89,7 @@ class SpecExample(NamedTuple):
     error: str | None = None
 
 
-# Spec §13, once: test_tiers replays them with faked providers, test_end_to_end with the real CLI.
+# Spec 13, once: test_tiers replays them with faked providers, test_end_to_end with the real CLI.
 SPEC_EXAMPLES = {
     1: SpecExample("today AAPL stock price", "general",
                    {"provider_used": "web_fetch", "queries_remaining": 20, "quota_source": "none",
@@ -118,7 +118,7 @@ SPEC_EXAMPLES = {
 
 
 def spec_view(result: dict[str, Any], keys: tuple[str, ...] = SPEC_KEYS) -> dict[str, Any]:
-    """The spec's return-shape keys of a smart_search result, for comparing with §13."""
+    """The spec's return-shape keys of a smart_search result, for comparing with 13."""
     return {k: result[k] for k in keys}
 
 
@@ -194,13 +194,13 @@ class Env:
         return {"kind": "redis", "url": self.redis_url, "prefix": self.redis_prefix, **extra}
 
     def settings(self) -> Any:
-        from smart_search.config import load_settings
+        from smart_search.host.config import load_settings
 
         return load_settings(self.environ)
 
     def call(self, tool: str | None, args: dict[str, Any] | None = None, **options: Any) -> Any:
         """In-process call through the runner (the whole contract minus the process)."""
-        from smart_search.runner import handle
+        from smart_search.shell.runner import handle
 
         request: dict[str, Any] = {"tool": tool}
         if args is not None:
@@ -223,7 +223,7 @@ class Env:
 
     def spend(self, spending: tuple[tuple[str, str, int], ...]) -> None:
         """Reserve units straight from the ledger: (agent, provider, count) each."""
-        from smart_search.ledger import Ledger
+        from smart_search.budget.ledger import Ledger
 
         settings = self.settings()
         # Past calls of one unit each (a Brave call, a Gemini 2.x prompt): each holds and is

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from smart_search import contract
-from smart_search.argforms import UsageError, build_request
+from smart_search.shell.argforms import UsageError, build_request
 from tests.conftest import REPO, Env, assert_valid_result
 from tests.fakes import FakeServer, Reply, fixture_bytes
 
@@ -169,7 +169,7 @@ def test_skill_md_argument_examples_are_valid_requests() -> None:
 
 
 def test_fresh_maps_to_the_cache_bypass() -> None:
-    from smart_search.argforms import build_request
+    from smart_search.shell.argforms import build_request
 
     request = build_request("search", ["nasa news", "--agent-id", "cron", "--fresh"])
     assert request == {

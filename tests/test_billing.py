@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from smart_search import quota
-from smart_search.ledger import Ledger, next_reset, windows
+from smart_search.budget import quota
+from smart_search.budget.ledger import Ledger, next_reset, windows
 from tests.conftest import Env, charge
 from tests.fakes import FakeServer, Reply, fixture_bytes, fixture_json
 
@@ -260,7 +260,7 @@ def test_a_provider_that_reports_less_left_wins_and_one_that_reports_more_never_
 
 EXHAUSTED_SEARCH = """
 import json, sys
-from smart_search.runner import handle
+from smart_search.shell.runner import handle
 call = {"tool": "smart_search", "args": {"query": "nasa news", "agent_id": "cron"}}
 print(json.dumps(handle(json.dumps(call).encode())))
 """
@@ -475,7 +475,7 @@ class BillingProvider:
 
     def call_api(self, provider, query, settings, deadline, may_retry):  # noqa: ANN001, ANN201
         from smart_search.errors import QuotaExhausted
-        from smart_search.providers import Answer, ProviderCall
+        from smart_search.sources.providers import Answer, ProviderCall
 
         if self.quota_429_at is not None and provider == "brave" and self.quota_429_at <= (
             self.clock()
@@ -495,7 +495,7 @@ class BillingProvider:
         return ProviderCall(Answer(web), None, 0, [1], 1, 200, {"remaining": left})
 
     def fetch_engine(self, engine, query, settings, deadline, before_send):  # noqa: ANN001, ANN201
-        from smart_search.engines import EngineCall
+        from smart_search.sources.engines import EngineCall
 
         web = [{"title": "t", "url": "https://example.org/w", "snippet": "s"}]
         return EngineCall(web, None, True, [1], 200)
@@ -507,10 +507,10 @@ def test_a_worked_month_never_bills_past_a_window_and_the_ledger_agrees(env: Env
     ledger; one quota 429. The provider's own books never exceed a window, and match ours."""
     import time as _time
 
-    from smart_search.breaker import Breaker
-    from smart_search.planner import plan, routed_provider
+    from smart_search.budget.breaker import Breaker
+    from smart_search.search.planner import plan, routed_provider
+    from smart_search.search.tiers import Run, fit_api_queries, run_tiers
     from smart_search.store.files import FileStore
-    from smart_search.tiers import Run, fit_api_queries, run_tiers
 
     env.write_config(
         {

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from smart_search import errors
-from smart_search.breaker import Breaker
-from smart_search.pacing import wait_for_slot
+from smart_search.budget.breaker import Breaker
+from smart_search.budget.pacing import wait_for_slot
 from tests.conftest import Env
 
 
@@ -93,8 +93,8 @@ def test_a_healthy_answer_resets_the_consecutive_count(env: Env) -> None:
 
 TRIAL = """
 import os, sys, time
-from smart_search.breaker import Breaker
-from smart_search.config import load_settings
+from smart_search.budget.breaker import Breaker
+from smart_search.host.config import load_settings
 from smart_search.errors import CircuitOpen
 b = Breaker(load_settings(os.environ))
 start = float(sys.argv[1])
@@ -162,8 +162,8 @@ def test_breaker_state_is_shared_by_one_shot_cli_calls(env: Env) -> None:
 # the time it went on: exact values, not a race between processes and the scheduler.
 PACER = """
 import os, sys, time
-from smart_search import pacing
-from smart_search.config import load_settings
+from smart_search.budget import pacing
+from smart_search.host.config import load_settings
 settings = load_settings(os.environ)
 from smart_search.store import open_store
 store = open_store(settings)

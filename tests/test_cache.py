@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from smart_search import cache, planner
+from smart_search.search import cache, planner
 from smart_search.store import CacheEntry
 from smart_search.store.files import FileStore
 from tests.conftest import Env, assert_valid_result
@@ -294,7 +294,7 @@ def test_ttl_by_class_from_config(env: Env, fake: FakeServer) -> None:
 def test_entries_are_dated_and_aged_by_the_injected_clock(env: Env) -> None:
     """The run's clock dates an entry and judges its age (a fleet month runs on it); the real
     time of day plays no part."""
-    from smart_search.tiers import Attempt, Outcome
+    from smart_search.search.tiers import Attempt, Outcome
 
     env.write_config({"cache": {"ttl_seconds": 100}})
     settings = env.settings()
@@ -420,7 +420,7 @@ def test_cache_files_are_private(env: Env, fake: FakeServer) -> None:
 def test_the_quota_call_does_not_import_sqlite3(env: Env) -> None:
     code = (
         "import sys, json\n"
-        "from smart_search.runner import handle\n"
+        "from smart_search.shell.runner import handle\n"
         "r = handle(sys.argv[1].encode())\n"
         "print(json.dumps([r['error'], 'sqlite3' in sys.modules]))\n"
     )

@@ -19,9 +19,9 @@ pytestmark = pytest.mark.multiprocess
 # Each worker reserves `count` units for its agent and prints one line per granted unit.
 RESERVER = """
 import os, sys
-from smart_search.config import load_settings
+from smart_search.host.config import load_settings
 from smart_search.errors import QuotaExhausted
-from smart_search.ledger import Ledger
+from smart_search.budget.ledger import Ledger
 agent, count = sys.argv[1], int(sys.argv[2])
 settings = load_settings(os.environ)
 for _ in range(count):
@@ -77,9 +77,9 @@ def test_32_processes_50_reservations_grant_exactly_the_daily_limit(env: Env) ->
 
 HOLD_AND_DIE = """
 import os, sys, time
-from smart_search.config import load_settings
-from smart_search.ledger import Ledger
-from smart_search import quota
+from smart_search.host.config import load_settings
+from smart_search.budget.ledger import Ledger
+from smart_search.budget import quota
 settings = load_settings(os.environ)
 ledger = Ledger(settings)
 def change(raw):
@@ -93,8 +93,8 @@ ledger.store.update("quota", change)
 
 DIE_MID_WRITE = """
 import os, sys, time
-from smart_search.config import load_settings
-from smart_search.ledger import Ledger
+from smart_search.host.config import load_settings
+from smart_search.budget.ledger import Ledger
 settings = load_settings(os.environ)
 real_replace = os.replace
 def slow_replace(src, dst):
@@ -163,7 +163,7 @@ def test_random_sigkills_never_corrupt_or_overspend(env: Env) -> None:
 
 LOGGER = """
 import os, sys
-from smart_search.logs import append_search_log
+from smart_search.logs.files import append_search_log
 state, n = sys.argv[1], int(sys.argv[2])
 pad = "x" * 3000
 for i in range(n):
@@ -195,9 +195,9 @@ def test_32_concurrent_log_writers_keep_every_line_whole(env: Env) -> None:
 # request leaves, and the test kills it once the fake has received that request (mid-request).
 WORST_CASE_WORKER = """
 import json, os, sys, time
-from smart_search import http
-from smart_search.ledger import Ledger
-from smart_search.runner import handle
+from smart_search.sources import http
+from smart_search.budget.ledger import Ledger
+from smart_search.shell.runner import handle
 agent, token, stop_at = sys.argv[1], sys.argv[2], sys.argv[3]
 def at(point):
     print(point, flush=True)

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from smart_search.config import DEFAULT_GEMINI_MODEL, load_settings
 from smart_search.errors import CANNOT_READ_CONFIG, ConfigError
+from smart_search.host.config import DEFAULT_GEMINI_MODEL, load_settings
 
 
 def settings_from(tmp_path: Path, text: str, **extra_env: str) -> Any:
@@ -95,7 +95,7 @@ def test_api_key_lookup_order(tmp_path: Path) -> None:
 
 
 def test_secret_never_renders() -> None:
-    from smart_search.config import Secret
+    from smart_search.host.config import Secret
 
     secret = Secret("SENTINEL-KEY-123")
     assert "SENTINEL" not in repr(secret) and "SENTINEL" not in str(secret)
@@ -186,7 +186,7 @@ def test_config_errors_reach_the_caller_as_config_error(env: Any) -> None:
 def test_state_dir_resolution_order(tmp_path: Path) -> None:
     base = {"HOME": str(tmp_path / "h")}
     assert load_settings({**base, "OPENCLAW_STATE_DIR": "/oc"}).state_dir == "/oc/workspace/shared"
-    # RULINGS §2 (changed): the workspace variable never moves the ledger.
+    # RULINGS 2 (changed): the workspace variable never moves the ledger.
     assert (
         load_settings(
             {**base, "OPENCLAW_WORKSPACE_DIR": "/ws", "OPENCLAW_STATE_DIR": "/oc"}

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from smart_search import config, config_keys
-from smart_search.config_entry import api_key_sources, find_api_key, skill_section
-from smart_search.config_keys import KEYS, ConfigKey, fields_of, markdown
 from smart_search.errors import ConfigError
+from smart_search.host import config, config_keys
+from smart_search.host.config_entry import api_key_sources, find_api_key, skill_section
+from smart_search.host.config_keys import KEYS, ConfigKey, fields_of, markdown
 from tests.conftest import REPO
 
 PAGE = REPO / "docs" / "configuration-keys.md"
@@ -32,7 +32,7 @@ def load(tmp_path: Path, section: dict[str, Any], **env: str) -> Any:
 def test_the_committed_page_is_what_the_table_writes() -> None:
     assert PAGE.read_text() == markdown(), (
         "docs/configuration-keys.md is stale: "
-        "python3 -m smart_search.config_keys --markdown > docs/configuration-keys.md"
+        "python3 -m smart_search.host.config_keys --markdown > docs/configuration-keys.md"
     )
 
 
@@ -51,7 +51,7 @@ def test_every_key_has_its_own_row_on_the_page() -> None:
 
 
 def test_the_page_regenerates_from_the_command_line() -> None:
-    command = [sys.executable, "-m", "smart_search.config_keys"]
+    command = [sys.executable, "-m", "smart_search.host.config_keys"]
     proc = subprocess.run([*command, "--markdown"], capture_output=True, text=True, cwd=REPO)
     assert (proc.returncode, proc.stdout) == (0, PAGE.read_text())
     proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
@@ -152,7 +152,7 @@ def test_a_per_provider_rule_comes_from_the_table(tmp_path: Path) -> None:
     ],
 )
 def test_config_and_doctor_walk_the_same_key_sources(tmp_path: Path, doc: dict[str, Any]) -> None:
-    from smart_search.doctor import _key_sources
+    from smart_search.shell.doctor import _key_sources
 
     path = tmp_path / "openclaw.json"
     path.write_text(json.dumps(doc))

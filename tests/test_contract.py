@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from smart_search import contract, errors
-from smart_search.runner import handle
+from smart_search.shell.runner import handle
 from tests.conftest import SCHEMAS, _registry, assert_valid_result
 
 SEARCH = "smart_search.args.json"
@@ -229,7 +229,7 @@ def test_error_codes_in_code_are_the_schemas_vocabulary() -> None:
         seen.add(cls.error_code)
         classes.extend(cls.__subclasses__())
     assert seen <= vocabulary
-    assert len(vocabulary) == 25  # RULINGS §1's 22, plus state_unavailable, state_unsafe and
+    assert len(vocabulary) == 25  # RULINGS 1's 22, plus state_unavailable, state_unsafe and
     # state_unwritable
 
 

@@ -92,7 +92,7 @@ def sources_of(result: dict[str, Any]) -> set[str]:
 
 
 def test_deep_call_spends_exactly_the_units_it_reports(env: Env, fake: FakeServer) -> None:
-    # The default budget (RULINGS §7): the legs' worst cases, Brave 1 + Gemini up to 3.
+    # The default budget (RULINGS 7): the legs' worst cases, Brave 1 + Gemini up to 3.
     configure(env, fake)
     answer_all(fake)
     r = deep(env)
@@ -143,7 +143,7 @@ def test_a_smaller_budget_leaves_out_a_leg_that_could_bill_more(env: Env, fake: 
 
 
 def test_the_default_budget_is_the_sum_of_the_api_legs_worst_cases(env: Env) -> None:
-    """RULINGS §7: by default a deep call may ask both APIs; a raised worst case raises it."""
+    """RULINGS 7: by default a deep call may ask both APIs; a raised worst case raises it."""
     assert env.settings().deep_max_units == 3 + 1
     env.write_config({"providers": {"gemini": {"max_units_per_call": 5}}})
     assert env.settings().deep_max_units == 5 + 1
@@ -407,7 +407,7 @@ def test_deep_config_is_checked(env: Env, config: dict[str, Any], message: str) 
 
 def test_argument_form_carries_mode_and_filters() -> None:
     from smart_search import contract
-    from smart_search.argforms import build_request
+    from smart_search.shell.argforms import build_request
 
     argv = ["httpx timeout", "--agent-id", "tech-news", "--mode", "deep", "--count", "5",
             "--freshness", "week", "--country", "de", "--language", "de"]  # fmt: skip
@@ -421,7 +421,7 @@ def test_argument_form_carries_mode_and_filters() -> None:
 
 
 def test_argument_form_bad_count_gets_the_contracts_message(env: Env) -> None:
-    from smart_search.argforms import build_request
+    from smart_search.shell.argforms import build_request
 
     request = build_request("search", ["q", "--agent-id", "a", "--count", "many"])
     assert request is not None and request["args"]["count"] == "many"

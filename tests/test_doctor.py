@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from smart_search.breaker import Breaker
+from smart_search.budget.breaker import Breaker
 from smart_search.errors import ServerError
 from tests.conftest import REPO, charge
 from tests.fakes import FakeServer
@@ -123,8 +123,8 @@ def test_problems_are_listed_and_exit_1(tmp_path: Path) -> None:
 
 
 def test_json_report_ledger_usage_and_open_breakers(tmp_path: Path) -> None:
-    from smart_search.config import load_settings
-    from smart_search.ledger import Ledger
+    from smart_search.budget.ledger import Ledger
+    from smart_search.host.config import load_settings
 
     path = write_config(tmp_path / "c" / "openclaw.json", healthy_doc())
     environ = base_env(tmp_path, OPENCLAW_CONFIG_PATH=str(path))
@@ -192,7 +192,7 @@ def test_the_result_cache_is_shown(tmp_path: Path) -> None:
     """Issue 11: doctor shows the cache: its size now and today's hits, misses and savings."""
     import time
 
-    from smart_search.config import load_settings
+    from smart_search.host.config import load_settings
     from smart_search.store import CacheEntry
     from smart_search.store.files import FileStore
 

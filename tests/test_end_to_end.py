@@ -315,7 +315,7 @@ def test_a_stalling_provider_cannot_hold_the_call_past_its_deadline(
     assert elapsed < 2.0 + 5.0, elapsed
     assert r["error"] is not None and r["attempts"][0]["error_code"] == "timeout"
     # The request left before it stalled: the provider may have answered and billed it, so the
-    # unit stays charged (RULINGS §4); a request that never left is refunded (test_billing).
+    # unit stays charged (RULINGS 4); a request that never left is refunded (test_billing).
     assert env.call("search_quota_status")["providers"]["brave"]["used"] == 1
 
 

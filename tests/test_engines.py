@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from smart_search import errors
-from smart_search.engines import (
+from smart_search.sources.engines import (
     ENGINES,
     bing,
     classify_status,
@@ -28,7 +28,7 @@ from smart_search.engines import (
     fetch_engine,
     google,
 )
-from smart_search.http import HttpResponse
+from smart_search.sources.http import HttpResponse
 from tests.fakes import FakeServer, Reply
 
 SERP = Path(__file__).parent / "fixtures" / "serp"
@@ -931,7 +931,7 @@ def test_engine_registry() -> None:
 
 def test_importing_the_package_does_not_load_html_parsers() -> None:
     code = (
-        "import sys, smart_search.engines, smart_search.sanitize; "
+        "import sys, smart_search.sources.engines, smart_search.text.sanitize; "
         "print(sorted(m for m in ('lxml', 'bs4', 'soupsieve') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

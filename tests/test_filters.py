@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from smart_search import contract, errors
-from smart_search.engines import bing, duckduckgo, google
-from smart_search.providers import brave, gemini
+from smart_search.sources.engines import bing, duckduckgo, google
+from smart_search.sources.providers import brave, gemini
 
 NOW = datetime(2026, 3, 15, 12, 30, 45, 123456, tzinfo=UTC)
 SOURCES = {
@@ -446,7 +446,7 @@ def test_unknown_argument_message_names_every_argument() -> None:
 
 
 def test_unsupported_filters_make_one_warning_sentence() -> None:
-    from smart_search.filters import unsupported_warning
+    from smart_search.sources.filters import unsupported_warning
 
     filters = {"language": "DE", "country": "ke", "count": 15}
     _, unsupported = duckduckgo.filter_params(filters)

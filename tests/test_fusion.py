@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smart_search.engines import bing, duckduckgo, google
-from smart_search.fusion import DEFAULT_K, canonical_url, merge, merge_key
-from smart_search.http import HttpResponse
-from smart_search.providers import brave, gemini
+from smart_search.search.fusion import DEFAULT_K, canonical_url, merge, merge_key
+from smart_search.sources.engines import bing, duckduckgo, google
+from smart_search.sources.http import HttpResponse
+from smart_search.sources.providers import brave, gemini
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"

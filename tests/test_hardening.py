@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from smart_search.ledger import Ledger
+from smart_search.budget.ledger import Ledger
 from tests.conftest import Env, assert_valid_result
 from tests.fakes import FakeServer, Reply, fixture_json
 
@@ -247,7 +247,7 @@ def test_log_links_are_refused_never_appended_through(
     (env.state_dir / "logs").symlink_to(elsewhere)
     assert env.call("smart_search", SEARCH)["error_code"] == UNREACHABLE
     # internal-errors.log is refused through the linked directory too.
-    from smart_search import tools
+    from smart_search.search import tools
 
     monkeypatch.setattr(tools, "search_quota_status", _boom("bug"))
     assert env.call("search_quota_status")["error_code"] == "internal"
@@ -357,11 +357,11 @@ def test_internal_errors_log_never_holds_a_key(
     configure(env)
     message = f"boom {GEMINI_KEY} {BRAVE_KEY!r} {GEMINI_KEY.encode()!r} ?k={BRAVE_KEY}"
     if stage == "tool":
-        from smart_search import tools
+        from smart_search.search import tools
 
         monkeypatch.setattr(tools, "search_quota_status", _boom(message))
     else:
-        from smart_search import config
+        from smart_search.host import config
 
         monkeypatch.setattr(config, "load_settings", _boom(message))
     result = env.call("search_quota_status")
@@ -383,7 +383,7 @@ def test_arguments_nested_about_1000_deep_are_invalid_input(env: Env, depth: int
         '{"tool": "search_mark_agent_complete", "args": {"agent_id": "a", "x": N}}',
     ):
         raw = raw.replace("N", nested)
-        from smart_search.runner import handle
+        from smart_search.shell.runner import handle
 
         result = handle(raw.encode(), env.environ)
         assert result["error_code"] == "invalid_input", result

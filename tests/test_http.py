@@ -13,7 +13,7 @@ from email.utils import format_datetime
 import pytest
 
 from smart_search import errors
-from smart_search.http import MAX_BODY_BYTES, HttpRequest, retry_after_seconds, send
+from smart_search.sources.http import MAX_BODY_BYTES, HttpRequest, retry_after_seconds, send
 from tests.fakes import FakeServer, Reply, gzipped
 
 KEY = "SENTINEL-KEY-7f3a9c"

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from smart_search import quota
+from smart_search.budget import quota
+from smart_search.budget.ledger import Ledger
 from smart_search.errors import QuotaExhausted
-from smart_search.ledger import Ledger
 from tests.conftest import Env, charge
 
 
@@ -201,7 +201,7 @@ def test_status_and_completion_messages(env: Env) -> None:
 
 
 def test_spec_completion_message_shape() -> None:
-    from smart_search.tools import completion_message
+    from smart_search.search.tools import completion_message
 
     assert completion_message({"gemini": 7, "brave": 0}) == (
         "Agent marked complete. 7 Gemini calls released to shared pool."
@@ -329,7 +329,7 @@ def test_reads_need_no_lock_and_do_not_create_files(env: Env, tmp_path: Path) ->
 def test_only_the_ledger_pays_for_fsync(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     """Quota units must survive an OS crash (file and rename both synced); breaker and pacing
     state may be lost, so their writes skip the fsyncs that would stretch every lock hold."""
-    from smart_search.state import StateFile
+    from smart_search.store.statefile import StateFile
 
     synced: list[int] = []
     real_fsync = os.fsync

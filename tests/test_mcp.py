@@ -23,7 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smart_search import errors, http, mcp_server
+from smart_search import errors
+from smart_search.shell import mcp as mcp_server
+from smart_search.sources import http
 from tests.conftest import REPO, SCHEMAS, Env, _registry, assert_valid_result
 from tests.fakes import FakeServer, Reply, fixture_bytes
 from tests.test_contract import arg_objects, json_values
@@ -333,7 +335,7 @@ def test_the_one_shot_cli_never_imports_the_sdk(env: Env) -> None:
         "main([])\n"
         "main(['--help'])\n"
         "heavy = ('mcp', 'mcp_types', 'starlette', 'uvicorn', 'pydantic',\n"
-        "         'smart_search.mcp_server')\n"
+        "         'smart_search.shell.mcp')\n"
         "found = [m for m in sys.modules if m in heavy or m.split('.')[0] in heavy]\n"
         "sys.stderr.write(repr(sorted(found)))\n"
     )
@@ -445,7 +447,7 @@ def test_an_answer_that_came_first_stands(fake: FakeServer) -> None:
 
 def test_a_cancelled_search_keeps_what_it_sent_charged_and_walks_no_further(env: Env) -> None:
     """The request reached the provider before the cancel: it may have been billed, so its worst
-    case stays charged (RULINGS §4); nothing more is asked."""
+    case stays charged (RULINGS 4); nothing more is asked."""
     with HangingServer() as fake:
         configure(env, fake)
         service = mcp_server.Service(env.environ)

@@ -230,7 +230,7 @@ def test_config_validate_accepts_the_documented_example_and_rejects_old_layouts(
     report = openclaw.json(["config", "validate"], env)
     assert report["valid"] is True and report["path"] == str(path), report
     # smart-search reads that very file, with no warning.
-    from smart_search.config import load_settings
+    from smart_search.host.config import load_settings
 
     settings = load_settings(env)
     assert settings.config_path == str(path) and settings.warnings == ()
@@ -280,8 +280,8 @@ def scenarios(tmp_path: Path) -> list[tuple[str, dict[str, str]]]:
 
 
 def test_smart_search_reads_the_file_openclaw_reads(openclaw: OpenClaw, tmp_path: Path) -> None:
-    from smart_search.config import load_settings
-    from smart_search.openclaw import config_location
+    from smart_search.host.config import load_settings
+    from smart_search.host.openclaw import config_location
 
     seen = set()
     for name, variables in scenarios(tmp_path):
@@ -302,7 +302,7 @@ def test_smart_search_reads_the_file_openclaw_reads(openclaw: OpenClaw, tmp_path
 
 def test_profile_flag_environment_is_followed(openclaw: OpenClaw, tmp_path: Path) -> None:
     """`openclaw --profile work` exports OPENCLAW_STATE_DIR/OPENCLAW_CONFIG_PATH to what it runs."""
-    from smart_search.config import load_settings
+    from smart_search.host.config import load_settings
 
     env = host_env(tmp_path, openclaw)
     put(Path(env["HOME"]) / ".openclaw-work" / "openclaw.json", "m-work")
@@ -314,8 +314,8 @@ def test_profile_flag_environment_is_followed(openclaw: OpenClaw, tmp_path: Path
 
 
 def test_includes_resolve_to_what_openclaw_resolves(openclaw: OpenClaw, tmp_path: Path) -> None:
-    from smart_search.config import load_settings
     from smart_search.errors import ConfigError
+    from smart_search.host.config import load_settings
 
     cfg = tmp_path / "cfg"
     (cfg / "parts").mkdir(parents=True)

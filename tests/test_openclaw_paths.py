@@ -13,9 +13,9 @@ from typing import Any
 import json5
 import pytest
 
-from smart_search import openclaw
-from smart_search.config import load_settings
 from smart_search.errors import CANNOT_READ_CONFIG, ConfigError
+from smart_search.host import openclaw
+from smart_search.host.config import load_settings
 from tests.conftest import REPO, Env, assert_valid_result
 from tests.fakes import FakeServer, Reply, fixture_bytes
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from smart_search.logs import append_search_log, prune_logs
-from smart_search.output import cap_results, json_chars, summary
+from smart_search.logs.files import append_search_log, prune_logs
+from smart_search.text.output import cap_results, json_chars, summary
 from tests.conftest import SCHEMAS, Env, _registry
 
 

@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from smart_search import errors
-from smart_search.config import Settings, load_settings
-from smart_search.http import HttpResponse
-from smart_search.providers import Answer, ProviderCall, brave, call_provider, gemini
+from smart_search.host.config import Settings, load_settings
+from smart_search.sources.http import HttpResponse
+from smart_search.sources.providers import Answer, ProviderCall, brave, call_provider, gemini
 from tests.fakes import FakeServer, Reply, fixture_bytes, fixture_headers, fixture_json
 
 KEY = "SENTINEL-KEY-7f3a9c"
@@ -433,7 +433,7 @@ def test_brave_results_are_plain_text(tmp_path: Path, fake: FakeServer) -> None:
 def test_brave_long_query_is_cut_once_and_the_caller_warned(
     tmp_path: Path, fake: FakeServer
 ) -> None:
-    from smart_search.tiers import fit_api_queries
+    from smart_search.search.tiers import fit_api_queries
 
     fake.route(BRAVE_PATH, Reply(200, body=fixture_bytes("brave-ok.json")))
     settings = make_settings(tmp_path, fake)

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from smart_search import errors, http
-from smart_search.engines import ENGINES, engine_module, fetch_engine
-from smart_search.providers import call_provider
+from smart_search import errors
+from smart_search.sources import http
+from smart_search.sources.engines import ENGINES, engine_module, fetch_engine
+from smart_search.sources.providers import call_provider
 from tests.fakes import FakeServer, Reply
 
 KEY = "SENTINEL-REDIRECT-KEY-41b7"

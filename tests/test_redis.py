@@ -123,7 +123,7 @@ def test_missing_client_package_says_what_to_install(
 
 IMPORTS = """
 import os, sys
-from smart_search.runner import handle
+from smart_search.shell.runner import handle
 out = handle(b'{"tool": "search_quota_status"}', os.environ)
 assert out["error"] is None, out
 print(" ".join(m for m in ("redis", "filelock") if m in sys.modules))
@@ -151,8 +151,8 @@ def test_documents_are_prefixed_keys_that_expire(env: Env, shared_redis: Any) ->
     env.redis_url = shared_redis.url
     env.write_config({"web_fetch_min_interval_ms": 10})
     env.spend((("general", "gemini", 2),))
-    from smart_search.breaker import Breaker
-    from smart_search.pacing import wait_for_slot
+    from smart_search.budget.breaker import Breaker
+    from smart_search.budget.pacing import wait_for_slot
 
     s = env.settings()
     Breaker(s).record("gemini", errors.Timeout("t"))
@@ -185,8 +185,8 @@ def test_damaged_advisory_keys_read_as_empty_and_are_rebuilt(env: Env, shared_re
     client = redis_client(shared_redis.url)
     for name in ("breaker", "pacing"):
         client.set(f"{env.redis_prefix}:{name}", b"[]")
-    from smart_search.breaker import Breaker
-    from smart_search.pacing import wait_for_slot
+    from smart_search.budget.breaker import Breaker
+    from smart_search.budget.pacing import wait_for_slot
 
     s = env.settings()
     b = Breaker(s)
@@ -313,12 +313,12 @@ def test_leases_single_owner_expiry_release(store: Any) -> None:
 # Imports everything, says "ready", waits for the go file, then does its work.
 WORKER_HEAD = """
 import os, sys, time, json
-from smart_search.config import load_settings
+from smart_search.host.config import load_settings
 from smart_search.errors import QuotaExhausted, StateError, CircuitOpen
-from smart_search.ledger import Ledger
-from smart_search.breaker import Breaker
-from smart_search.runner import handle
-import smart_search.tools, smart_search.tiers, smart_search.store.redis
+from smart_search.budget.ledger import Ledger
+from smart_search.budget.breaker import Breaker
+from smart_search.shell.runner import handle
+import smart_search.search.tools, smart_search.search.tiers, smart_search.store.redis
 settings = load_settings(os.environ)
 print("ready", flush=True)
 while not os.path.exists(sys.argv[1]):
@@ -560,7 +560,7 @@ def test_web_only_answers_from_the_web_while_the_store_is_away(
 
 SIGKILL_VICTIM = """
 import os, sys
-from smart_search.runner import handle
+from smart_search.shell.runner import handle
 handle(b'{"tool": "smart_search", "args": {"query": "q", "agent_id": "tech"}}', os.environ)
 """
 
@@ -693,7 +693,7 @@ def test_moving_a_host_from_files_to_redis_mid_day_loses_no_spend(
     assert cli(env, "state", "import", str(path)).returncode == 0  # idempotent
     assert env.call("search_quota_status")["providers"]["brave"]["used"] == 3
     # Spending continues from there: 10 - 3 units left today, not 10.
-    from smart_search.ledger import Ledger
+    from smart_search.budget.ledger import Ledger
 
     ledger = Ledger(env.settings())
     granted = 0
@@ -742,8 +742,8 @@ def test_state_commands_name_an_unreachable_store_without_its_password(env: Env)
 
 
 def test_merge_keeps_the_later_window_and_never_lowers() -> None:
-    from smart_search import quota
-    from smart_search.quota_merge import merge_quota
+    from smart_search.budget import quota
+    from smart_search.budget.quota_merge import merge_quota
 
     old = quota.new_day("2026-11-29")
     old["windows"]["brave"].update(day="2026-11-29", day_used=9, month="2026-11", month_used=50)

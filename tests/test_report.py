@@ -89,7 +89,7 @@ def rec(stamp: str, agent: str, provider: str | None, **extra: Any) -> dict[str,
 def line(stamp: str, agent: str, provider: str | None, **extra: Any) -> dict[str, Any]:
     """The line the real writer (logline.build_line) writes for a call that ended with this
     result at `stamp`: today's log version, every field, `mode` included."""
-    from smart_search.logline import build_line
+    from smart_search.logs.line import build_line
 
     success = extra.pop("success", True)
     result = {
@@ -923,7 +923,7 @@ def test_cli_text_agent_and_html(env: Env) -> None:
 
 def test_cli_default_window_is_the_last_seven_ledger_days(env: Env) -> None:
     env.write_config({"timezone": TOKYO})
-    from smart_search.ledger import today
+    from smart_search.budget.ledger import today
 
     day = date.fromisoformat(today(env.settings()))
     logs = env.state_dir / "logs"
@@ -1024,7 +1024,7 @@ def line_schema() -> dict[str, Any]:
 
 
 def test_the_report_reads_every_log_version_the_schema_declares() -> None:
-    from smart_search.logline import log_version
+    from smart_search.logs.line import log_version
 
     written = line_schema()["properties"]["log_version"]["const"]
     assert log_version() == written >= 4  # 4 added `mode`
@@ -1070,7 +1070,7 @@ def fields_read(source: str) -> set[str]:
 
 
 def test_every_field_the_report_reads_is_declared_by_the_line_schema() -> None:
-    """RULINGS §6: a report column fed by a field no writer writes is a defect. The module that
+    """RULINGS 6: a report column fed by a field no writer writes is a defect. The module that
     reads lines (report/aggregate.py) reads only what schemas/search-log.json declares (attempts:
     their schema)."""
     import inspect

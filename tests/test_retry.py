@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from smart_search import errors
-from smart_search.retry import run_with_retries
+from smart_search.sources.retry import run_with_retries
 
 
 class FakeClock:

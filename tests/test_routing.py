@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from smart_search import planner
-from smart_search.config import load_settings
+from smart_search.host.config import load_settings
+from smart_search.search import planner
 from tests.conftest import Env
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from smart_search import errors
-from smart_search.tools import failure_result, search_result
+from smart_search.search.tools import failure_result, search_result
 from tests.conftest import SCHEMAS, Env
 from tests.tier_fakes import WEB, FakeAnswer, FakeBackends, blocked, keyed_env, search
 
@@ -106,7 +106,7 @@ def test_an_answer_with_nothing_usable_left_is_not_a_success(keyed: Env) -> None
     assert r["web_fetch_engine"] == "bing" and r["results"] == WEB
     assert (r["attempts"][0]["outcome"], r["attempts"][0]["error_code"]) == ("failed", "no_results")
     # An API answer of invisible characters only: next tier tried; the 2xx stays charged, since
-    # the provider billed it (RULINGS §4).
+    # the provider billed it (RULINGS 4).
     fake = FakeBackends(gemini=FakeAnswer("\u200b\u200d\u2060"), brave=FakeAnswer(WEB))
     r = search(keyed, fake, "NSE market open today", "stock-analysis")
     assert r["provider_used"] == "brave" and r["attempts"][0]["error_code"] == "no_results"

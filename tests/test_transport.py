@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from smart_search import errors, http
-from smart_search.http import HttpRequest
+from smart_search import errors
+from smart_search.sources import http
+from smart_search.sources.http import HttpRequest
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ DIRECT_REQUEST = """
 import sys, time
 sys.path.insert(0, sys.argv[2])
 from tests.fakes import FakeServer, Reply
-from smart_search import http
+from smart_search.sources import http
 with FakeServer() as fake:
     fake.route("/x", Reply(200, b"hello"))
     r = http.send(http.HttpRequest("GET", fake.url + "/x", params={"q": "a b&c"}),

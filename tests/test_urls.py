@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from smart_search.engines.html import web_url
-from smart_search.fusion import canonical_url
-from smart_search.sanitize import safe_url
-from smart_search.urls import is_web_url, url_scheme
+from smart_search.search.fusion import canonical_url
+from smart_search.sources.engines.html import web_url
+from smart_search.text.sanitize import safe_url
+from smart_search.text.urls import is_web_url, url_scheme
 
 WEB = ["https://example.com", "HTTP://Example.com/x?y=1", "http://[::1]:8080/", "https://a"]
 NOT_WEB = [

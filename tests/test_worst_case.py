@@ -1,4 +1,4 @@
-"""The worst-case reservation (issue 18, RULINGS §4): a call holds the most it may bill in every
+"""The worst-case reservation (issue 18, RULINGS 4): a call holds the most it may bill in every
 window and source before its request leaves, and settles to the truth after.
 
 Also the quota behaviours that thirty planted one-line bugs showed no test watched (issue 18,
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from smart_search import quota
+from smart_search.budget import quota
+from smart_search.budget.ledger import Ledger
 from smart_search.errors import QuotaExhausted
-from smart_search.ledger import Ledger
 from tests.conftest import Env, charge
 from tests.fakes import FakeServer, Reply
 from tests.test_billing import (

@@ -35,17 +35,31 @@ Rules (README, "Reports", documents them for operators):
 
 from __future__ import annotations
 
-from .aggregate import LOG_VERSIONS, OUTCOMES, SKIP_REASONS, SOURCES, Aggregator, Bucket
-from .budgets import budgets
-from .build import build_report
-from .cli import ReportError, main, resolve_days
-from .page import render_html
-from .reading import FileStats, list_log_files, read_batches
-from .summary import REPORT_VERSION, document, percentiles, summarize
-from .svg import AGENT_COLORS, COLORS, burn_down, report_charts, stacked_bars, tier_bars
-from .tables import Table, label_of, report_tables
-from .text import render_text
-from .window import Window
+from smart_search.report.aggregate import (
+    LOG_VERSIONS,
+    OUTCOMES,
+    SKIP_REASONS,
+    SOURCES,
+    Aggregator,
+    Bucket,
+)
+from smart_search.report.budgets import budgets
+from smart_search.report.build import build_report
+from smart_search.report.cli import ReportError, main, resolve_days
+from smart_search.report.page import render_html
+from smart_search.report.reading import FileStats, list_log_files, read_batches
+from smart_search.report.summary import REPORT_VERSION, document, percentiles, summarize
+from smart_search.report.svg import (
+    AGENT_COLORS,
+    COLORS,
+    burn_down,
+    report_charts,
+    stacked_bars,
+    tier_bars,
+)
+from smart_search.report.tables import Table, label_of, report_tables
+from smart_search.report.text import render_text
+from smart_search.report.window import Window
 
 __all__ = [
     "AGENT_COLORS",

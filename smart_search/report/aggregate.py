@@ -1,7 +1,7 @@
 """Counting log lines: every line into one bucket per (day, agent), its API units into the
 budget counts per (provider, local day in its reset zone). No I/O but the reading it is handed.
 
-This module alone reads the fields of a log line (RULINGS §6): it reads nothing that
+This module alone reads the fields of a log line (RULINGS 6): it reads nothing that
 `schemas/search-log.json` does not declare (tests/test_report.py checks it). A line's version is
 one the schema allows (1 up to its `log_version`); a line without `mode` is a first-mode call.
 """
@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 
-from ..config import PROVIDERS
-from ..logline import log_version
-from .reading import FileStats, read_batches
-from .window import Window, parse_stamp, zone_of
+from smart_search.host.config import PROVIDERS
+from smart_search.logs.line import log_version
+from smart_search.report.reading import FileStats, read_batches
+from smart_search.report.window import Window, parse_stamp, zone_of
 
 SOURCES = ("agent_allocation", "shared_pool", "provider_direct", "unattributed")
 OUTCOMES = ("success", "failed", "skipped")

@@ -10,8 +10,8 @@ import math
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from ..config import PROVIDERS
-from .window import Window, days_between, next_month, zone_of
+from smart_search.host.config import PROVIDERS
+from smart_search.report.window import Window, days_between, next_month, zone_of
 
 
 def budgets(budget_units: dict[tuple[str, str], int], window: Window) -> list[dict[str, Any]]:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .aggregate import Aggregator
-from .reading import FileStats, list_log_files
-from .summary import document
-from .window import Window
+from smart_search.report.aggregate import Aggregator
+from smart_search.report.reading import FileStats, list_log_files
+from smart_search.report.summary import document
+from smart_search.report.window import Window
 
 # From this much log to read, two processes share the files (a month of 50 agents is ~100 MB).
 PARALLEL_BYTES = 16 << 20

@@ -16,10 +16,10 @@ from typing import Any
 
 import orjson
 
-from .build import build_report
-from .page import render_html
-from .text import render_text
-from .window import Window
+from smart_search.report.build import build_report
+from smart_search.report.page import render_html
+from smart_search.report.text import render_text
+from smart_search.report.window import Window
 
 DEFAULT_DAYS = 7
 MAX_DAYS = 100_000
@@ -125,9 +125,9 @@ def main(argv: list[str], *, now: float | None = None) -> int:
 
 
 def _run(args: Any, parser: Any, now: float | None) -> int:
-    from ..config import load_settings
-    from ..errors import ConfigError
-    from ..ledger import today
+    from smart_search.budget.ledger import today
+    from smart_search.errors import ConfigError
+    from smart_search.host.config import load_settings
 
     try:
         settings = load_settings(os.environ)
@@ -161,7 +161,7 @@ def _run(args: Any, parser: Any, now: float | None) -> int:
         prices_per_1000=settings.prices_per_1000,
         now=now,
     )
-    from ..logs import log_dir
+    from smart_search.logs.files import log_dir
 
     directory = log_dir(state_dir)
     if os.path.exists(directory) and not os.path.isdir(directory):

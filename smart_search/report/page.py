@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .svg import esc, report_charts
-from .tables import report_tables
+from smart_search.report.svg import esc, report_charts
+from smart_search.report.tables import report_tables
 
 _CSS = """
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
-from ..logs import ROTATED_SEARCH_LOG
+from smart_search.logs.files import ROTATED_SEARCH_LOG
 
 MAX_LINE = 1 << 20
 CHUNK = 1 << 20

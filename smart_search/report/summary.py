@@ -7,12 +7,12 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from ..config import ENGINES, PROVIDERS
-from ..stamps import utc_stamp
-from .aggregate import SOURCES, Aggregator, Bucket
-from .budgets import budgets
-from .reading import FileStats
-from .window import days_between
+from smart_search.host.config import ENGINES, PROVIDERS
+from smart_search.report.aggregate import SOURCES, Aggregator, Bucket
+from smart_search.report.budgets import budgets
+from smart_search.report.reading import FileStats
+from smart_search.report.window import days_between
+from smart_search.text.stamps import utc_stamp
 
 REPORT_VERSION = 1
 TIER_ORDER = ("cache", "gemini", "brave", "google", "bing", "duckduckgo", "web_fetch")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..config import PROVIDERS
-from .aggregate import OUTCOMES
-from .tables import label_of
+from smart_search.host.config import PROVIDERS
+from smart_search.report.aggregate import OUTCOMES
+from smart_search.report.tables import label_of
 
 COLORS = {
     "gemini": "#0072b2",

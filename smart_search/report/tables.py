@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from .aggregate import SOURCES
-from .summary import rate
+from smart_search.report.aggregate import SOURCES
+from smart_search.report.summary import rate
 
 
 class Table(NamedTuple):

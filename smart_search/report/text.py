@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .tables import Table, report_tables
+from smart_search.report.tables import Table, report_tables
 
 TEXT_WIDTH = 100
 

@@ -7,7 +7,7 @@ import time
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from ..config import DEFAULT_MONTHLY_LIMITS, DEFAULT_RESET_TIMEZONES
+from smart_search.host.config import DEFAULT_MONTHLY_LIMITS, DEFAULT_RESET_TIMEZONES
 
 
 class Window:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import (  # the seam's vocabulary, for the package's users
+from smart_search.store.base import (  # the seam's vocabulary, for the package's users
     DOCUMENTS,
     CacheEntry,
     Change,
@@ -34,7 +34,7 @@ from .base import (  # the seam's vocabulary, for the package's users
 )
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from smart_search.host.config import Settings
 
 __all__ = [
     "DOCUMENTS",
@@ -53,9 +53,11 @@ def open_store(settings: Settings) -> Store:
     """The store `state_backend` names (the file backend unless configured otherwise)."""
     backend = getattr(settings, "state_backend", None) or {"kind": "files"}
     if backend.get("kind", "files") == "files":
-        from .files import FileStore
+        from smart_search.store.files import FileStore
 
         return FileStore(settings.state_dir, settings.lock_timeout_ms)
-    from .redis import RedisStore  # an optional extra: imported only when configured
+    from smart_search.store.redis import (
+        RedisStore,  # an optional extra: imported only when configured
+    )
 
     return RedisStore(settings)

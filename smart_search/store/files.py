@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..state import StateFile
-from .base import DOCUMENTS, CacheEntry, Change, Document, T
+from smart_search.store.base import DOCUMENTS, CacheEntry, Change, Document, T
+from smart_search.store.statefile import StateFile
 
 if TYPE_CHECKING:
-    from .sqlite_cache import SqliteCache
+    from smart_search.store.sqlite_cache import SqliteCache
 
 # Documents kept in the cache database instead of a JSON file of their own: a cache hit updates
 # them, and the file lock's import would cost a hit more than the whole lookup.
@@ -52,7 +52,7 @@ class FileStore:
         return self.file(name).update(change)
 
     def export_state(self) -> dict[str, Any]:
-        from .base import export_documents
+        from smart_search.store.base import export_documents
 
         return export_documents(self)
 
@@ -67,7 +67,7 @@ class FileStore:
     # -- the result cache: SQLite, opened lazily ---------------------------------------------------
     def cache_db(self) -> SqliteCache:
         if self._sqlite is None:
-            from .sqlite_cache import SqliteCache
+            from smart_search.store.sqlite_cache import SqliteCache
 
             self._sqlite = SqliteCache(self.state_dir, self.lock_timeout_ms)
         return self._sqlite

@@ -34,14 +34,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
-from ..errors import ConfigError, LockTimeout, StateCorrupt, StateUnavailable
-from .base import DOCUMENTS, CacheEntry, Change, Document, T, export_documents
+from smart_search.errors import ConfigError, LockTimeout, StateCorrupt, StateUnavailable
+from smart_search.store.base import DOCUMENTS, CacheEntry, Change, Document, T, export_documents
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from smart_search.host.config import Settings
 
 def install_hint() -> str:
-    from .. import distribution_name
+    from smart_search import distribution_name
 
     extra = f"'{distribution_name() or 'openclaw-smart-search'}[redis]'"
     return (
@@ -395,7 +395,7 @@ class RedisStore:
     def _local(self) -> Any:
         """This host's state directory, for advisory documents while the server is away."""
         if self._fallback is None:
-            from .files import FileStore
+            from smart_search.store.files import FileStore
 
             self._fallback = FileStore(self.settings.state_dir, self.settings.lock_timeout_ms)
         return self._fallback

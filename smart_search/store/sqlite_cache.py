@@ -33,8 +33,8 @@ from typing import Any
 
 import orjson
 
-from ..state import ensure_state_dir
-from .base import CacheEntry
+from smart_search.store.base import CacheEntry
+from smart_search.store.statefile import ensure_state_dir
 
 CACHE_FILE = "search-cache.sqlite3"
 SCHEMA_VERSION = 1

@@ -1,0 +1,331 @@
+"""openclaw.json → one typed `Settings` object, read afresh on every call (RULINGS 2).
+
+What each config key is (its type, default, bounds and one line of docs) is the table in
+config_keys.py; this module reads the skill's section (config_entry.py finds it) and checks every
+key through the check its kind names (config_checks.py, and below for the provider-shaped kinds),
+so a key's rules are written once. A name imported `as` itself is re-exported: the rest of the
+package imports it from here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, NamedTuple
+
+import orjson
+
+from smart_search.errors import ConfigError
+from smart_search.host import openclaw
+from smart_search.host.config_checks import AGENT_ID, CHECKS, check_count, check_string, either
+from smart_search.host.config_checks import is_allowed_base_url as is_allowed_base_url
+from smart_search.host.config_checks import is_loopback_host as is_loopback_host
+from smart_search.host.config_entry import (
+    API_KEY_NAMES,
+    api_key_sources,
+    find_api_key,
+    layout_warnings,
+    skill_section,
+    substitute_variables,
+)
+from smart_search.host.config_entry import configured_key_values as configured_key_values
+from smart_search.host.config_keys import DEFAULT_GEMINI_MODEL as DEFAULT_GEMINI_MODEL
+from smart_search.host.config_keys import DEFAULT_MONTHLY_LIMITS as DEFAULT_MONTHLY_LIMITS
+from smart_search.host.config_keys import DEFAULT_RESET_TIMEZONES as DEFAULT_RESET_TIMEZONES
+from smart_search.host.config_keys import (
+    MAX_COUNT,
+    TOP_LEVEL,
+    ConfigKey,
+    fields_of,
+    unknown_key_warning,
+    unknown_keys,
+)
+
+# The registries, once: every module names providers and engines through these.
+PROVIDERS = ("gemini", "brave")
+ENGINES = ("google", "bing", "duckduckgo")
+# The chat agent of Strategy B (spec 4), always known, also under strict_agents.
+GENERAL_AGENT = "general"
+
+# What an API key may hold: printable ASCII. CR/LF would split the header, and httpx sends header
+# values as ASCII (anything else raised deep inside the request, with the key in the traceback).
+_HEADER_SAFE = re.compile(r"[\x20-\x7e]+")
+# Gemini 2.x bills per grounded prompt; Gemini 3 and later per search query the model runs.
+_PER_PROMPT_GEMINI = re.compile(r"gemini-(1|2)(\.|-)")
+
+
+class Secret:
+    """An API key that cannot leak by accident: its repr and str never show the value."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+
+class Settings(NamedTuple):
+    """Everything a call needs from config and environment, already checked and defaulted.
+
+    Immutable: one call's view of the config never changes under it (`_replace` makes a
+    variant). A NamedTuple rather than a frozen dataclass: no import (`typing` is loaded
+    anyway) and no per-field `object.__setattr__` when it is built on every call."""
+
+    gemini_model: str
+    default_provider: str
+    strict_agents: bool
+    retry_max_attempts: int
+    retry_base_delay: int
+    web_fetch_min_interval_ms: int
+    circuit_failure_threshold: int
+    circuit_reset_seconds: int
+    request_timeout_ms: int
+    total_timeout_ms: int
+    lock_timeout_ms: int
+    log_retention_days: int
+    max_result_chars: int
+    brave_count: int
+    finance_keywords: tuple[str, ...]
+    brave_keywords: tuple[str, ...]
+    daily_limits: dict[str, int]
+    monthly_limits: dict[str, int]
+    reset_timezones: dict[str, str]
+    units: dict[str, str]
+    prices_per_1000: dict[str, float | None]
+    max_units_per_call: dict[str, int]
+    currencies: dict[str, str]
+    agent_allocations: dict[str, dict[str, int]]
+    default_allocation: dict[str, int]
+    endpoints: dict[str, str]
+    state_dir: str
+    timezone: str | None
+    api_keys: dict[str, Secret | None]
+    state_backend: dict[str, Any]
+    max_unconfigured_agents: int
+    cache: dict[str, Any]
+    config_path: str | None
+    # Layouts OpenClaw would reject and unknown config keys: every tool result carries them.
+    warnings: tuple[str, ...] = ()
+    # The per-workspace state dir an earlier release used (merged once into this one), or None.
+    legacy_state_dir: str | None = None
+    # Every config file read (the main file and its $includes): a long-running server re-reads
+    # the config when any of them changes.
+    config_files: tuple[str, ...] = ()
+    # The MCP server's agent_id for callers that omit it (`smart-search mcp --agent-id` wins).
+    mcp_agent_id: str | None = None
+    # Deep search (issue 15): the unit budget of one deep call, rank-fusion weights per source,
+    # extra tracking parameter names (a trailing `*` makes a prefix).
+    deep_max_units: int = 4
+    source_weights: dict[str, float] = {}  # never mutated
+    tracking_params: tuple[str, ...] = ()
+
+    def is_configured_agent(self, agent_id: str) -> bool:
+        return agent_id in self.agent_allocations
+
+
+def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> Settings:
+    """Read openclaw.json (if any) and the environment into a `Settings`."""
+    env = os.environ if environ is None else environ
+    path, explicit = config_file(env)
+    try:
+        root, files = _read_config_files(path, explicit, env)
+        section, skill_env = skill_section(root)
+        # Walking every string costs ~3 ms per 10,000 configured agents: skip it when the
+        # section holds no `${` at all (one serialisation answers that).
+        try:
+            has_variables = b"${" in orjson.dumps(section)
+        except orjson.JSONEncodeError:  # nested past orjson's depth: the walk reports it
+            has_variables = True
+        if has_variables:
+            section = substitute_variables(section, env, "")
+        settings = _build(section, root, skill_env, env, path if root else None)
+    except RecursionError:
+        # A parser or a walk over a config nested hundreds of levels deep ran out of stack.
+        raise ConfigError("openclaw.json is nested too deeply.") from None
+    warnings = tuple(layout_warnings(root)) + tuple(
+        unknown_key_warning(key, near) for key, near in unknown_keys(section)
+    )
+    configured = section.get("state_dir")
+    return settings._replace(
+        warnings=warnings,
+        legacy_state_dir=openclaw.legacy_ledger_dir(env, configured, settings.state_dir),
+        config_files=tuple(files),
+    )
+
+
+def config_file(env: Any) -> tuple[str, bool]:
+    """The file OpenClaw itself reads, and whether a variable named it (openclaw.py)."""
+    location = openclaw.config_location(env)
+    return location.path, location.explicit
+
+
+
+
+def _read_config_files(path: str, explicit: bool, env: Any) -> tuple[dict[str, Any], list[str]]:
+    """The config object and every file read for it (the main file and its includes)."""
+    location = openclaw.ConfigLocation(path, explicit, True, [])
+    return openclaw.load_config(location, env)
+
+
+def _build(
+    section: dict[str, Any],
+    root: dict[str, Any],
+    skill_env: dict[str, Any],
+    env: Any,
+    config_path: str | None,
+) -> Settings:
+    """Each key of the table checked in the table's order (the first bad key is the one named)."""
+    values: dict[str, Any] = {"config_path": config_path}
+    for key in TOP_LEVEL:
+        if key.kind == "providers":
+            values.update(_providers(section.get(key.name, key.default), values["gemini_model"]))
+        else:
+            values[key.name] = _CHECKS[key.kind](section.get(key.name, key.default), key.name, key)
+    values["state_dir"] = _state_dir(env, values["state_dir"])
+    if "deep_max_units" not in section:  # RULINGS 7: by default a deep call may ask every API
+        values["deep_max_units"] = sum(values["max_units_per_call"].values())
+    sources = api_key_sources(env, root, skill_env)
+    values["api_keys"] = {
+        provider: _api_key(name, sources, env)
+        for provider, name in zip(PROVIDERS, API_KEY_NAMES, strict=True)
+    }
+    return Settings(**values)
+
+
+def _api_key(name: str, sources: Any, env: Any) -> Secret | None:
+    found = find_api_key(name, sources, env)
+    if found is None:
+        return None
+    value = found[1]
+    # Never the value itself in the message: it is a secret.
+    if not _HEADER_SAFE.fullmatch(value):
+        raise ConfigError(f"{name} contains characters that cannot be sent in an HTTP header.")
+    return Secret(value)
+
+
+# --- the kinds whose check needs the provider list (config_checks.py holds the others) --------
+
+
+def _provider(value: Any, name: str, key: ConfigKey) -> str:
+    provider = check_string(value, name)
+    if provider not in PROVIDERS:
+        raise ConfigError(f'Config key "{name}" must be {either(PROVIDERS)}.')
+    return provider
+
+
+_PROVIDER_KEYS = fields_of("providers.<p>")
+
+
+def _providers(given: Any, gemini_model: str) -> dict[str, dict[str, Any]]:
+    """`providers.<p>`: both budget windows, the window clock, the billing unit and the price;
+    each field of the table's `providers.<p>.x` rows becomes a Settings dict keyed by provider."""
+    if not isinstance(given, dict):
+        raise ConfigError('Config key "providers" must be an object.')
+    for name, entry in given.items():
+        if name not in PROVIDERS:
+            raise ConfigError(
+                f'Config key "providers.{name}" is not a provider ({", ".join(PROVIDERS)}).'
+            )
+        if not isinstance(entry, dict):
+            raise ConfigError(f'Config key "providers.{name}" must be an object.')
+    out: dict[str, dict[str, Any]] = {key.field: {} for key in _PROVIDER_KEYS}
+    for p in PROVIDERS:
+        entry = given.get(p, {})
+        for key in _PROVIDER_KEYS:
+            leaf = key.name.rsplit(".", 1)[1]
+            default = key.default[p] if isinstance(key.default, dict) else key.default
+            if isinstance(key.choices, dict):
+                key = key._replace(choices=key.choices[p])
+            if leaf == "unit" and p == "gemini" and _PER_PROMPT_GEMINI.match(gemini_model):
+                default = "request"
+            elif leaf == "max_units_per_call":
+                # Gemini 3 may run several search queries for one prompt; one request is one unit.
+                default = 3 if out["units"][p] == "search_query" else 1
+            value = _CHECKS[key.kind](entry.get(leaf, default), f"providers.{p}.{leaf}", key)
+            out[key.field][p] = value
+        out["max_units_per_call"][p] = out["max_units_per_call"][p] or 1
+    return out
+
+
+def _allocations(value: Any, name: str, key: ConfigKey) -> dict[str, dict[str, int]]:
+    if not isinstance(value, dict):
+        raise ConfigError(f'Config key "{name}" must be an object.')
+    out = {}
+    for agent_id, entry in value.items():
+        if not AGENT_ID.fullmatch(agent_id):
+            raise ConfigError(
+                f'Config key "{name}.{agent_id[:64]}" is not a valid agent id '
+                "(lowercase letters, numbers and hyphens)."
+            )
+        out[agent_id] = _allocation(entry, f"{name}.{agent_id}")
+    return out
+
+
+def _allocation(entry: Any, name: str, key: ConfigKey | None = None) -> dict[str, int]:
+    if not isinstance(entry, dict):
+        raise ConfigError(
+            f'Config key "{name}" must be an object like {{"gemini": 5, "brave": 0}}.'
+        )
+    for provider in entry:
+        if provider not in PROVIDERS:
+            raise ConfigError(
+                f'Config key "{name}.{provider}" is not a provider ({", ".join(PROVIDERS)}).'
+            )
+    out = {}
+    for p in PROVIDERS:
+        value = entry.get(p, 0)
+        # The common case first, without building the key's name (100,000 agents add up).
+        if type(value) is int and 0 <= value <= MAX_COUNT:
+            out[p] = value
+        else:
+            out[p] = check_count(value, f"{name}.{p}")
+    return out
+
+
+def _weights(value: Any, name: str, key: ConfigKey) -> dict[str, float]:
+    """`source_weights` (source name → positive number) for deep search's merge (issue 15)."""
+    from math import isfinite
+
+    if not isinstance(value, dict):
+        raise ConfigError(f'Config key "{name}" must be an object.')
+    sources = (*PROVIDERS, *ENGINES)
+    for source, weight in value.items():
+        if source not in sources:
+            raise ConfigError(
+                f'Config key "{name}.{source[:64]}" is not a source ({", ".join(sources)}).'
+            )
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, int | float)
+            or not isfinite(weight)
+            or not 0 < weight <= MAX_COUNT
+        ):
+            raise ConfigError(f'Config key "{name}.{source}" must be a positive number.')
+    return {source: float(w) for source, w in value.items()}
+
+
+# Every kind in config_keys.KEYS and its check (`providers` is read by `_providers`).
+_CHECKS = {
+    **CHECKS,
+    "provider": _provider,
+    "allocations": _allocations,
+    "allocation": _allocation,
+    "weights": _weights,
+}
+
+
+def default_state_dir(env: Any) -> str:
+    """The state directory when no config could be read (where an internal fault is logged)."""
+    return _state_dir(env, None)
+
+
+def _state_dir(env: Any, configured: str | None) -> str:
+    """SMART_SEARCH_STATE_DIR, else `state_dir`, else <OpenClaw state dir>/workspace/shared."""
+    return openclaw.skill_state_dir(env, configured)[0]

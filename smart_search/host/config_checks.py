@@ -1,0 +1,271 @@
+"""The check of each kind of config value that needs no list of providers: (value, dotted key,
+its row in config_keys.KEYS) -> the checked value, or a ConfigError naming the key.
+
+config.py adds the provider-shaped kinds (`provider`, `providers`, `allocation(s)`, `weights`)
+and runs `CHECKS` over the table. The URL rules here are also the HTTP layer's loopback rule.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from smart_search.errors import ConfigError
+from smart_search.host.config_keys import MAX_COUNT, ConfigKey, fields_of
+
+# An agent id: also the key of `agent_allocations` (config.py).
+AGENT_ID = re.compile(r"[a-z0-9-]+")
+_LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")
+
+
+def either(choices: tuple[str, ...]) -> str:
+    return " or ".join(f'"{choice}"' for choice in choices)
+
+
+def check_string(value: Any, name: str, key: ConfigKey | None = None) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f'Config key "{name}" must be a non-empty string.')
+    return value
+
+
+def check_model(value: Any, name: str, key: ConfigKey) -> str:
+    model = check_string(value, name)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", model):
+        raise ConfigError(f'Config key "{name}" must be a model name like gemini-2.5-flash.')
+    return model
+
+
+def check_choice(value: Any, name: str, key: ConfigKey) -> str:
+    if value not in key.choices:
+        raise ConfigError(f'Config key "{name}" must be {either(key.choices)}.')
+    return value
+
+
+def check_bool(value: Any, name: str, key: ConfigKey) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f'Config key "{name}" must be true or false.')
+    return value
+
+
+def check_whole(value: Any, name: str, key: ConfigKey) -> int:
+    # bool is an int in Python; `true` is never a number of milliseconds.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f'Config key "{name}" must be a whole number.')
+    low, high = key.low, key.high
+    if value < low or (high is not None and value > high):
+        bound = f"from {low} to {high}" if high is not None else f"at least {low}"
+        raise ConfigError(f'Config key "{name}" must be {bound}.')
+    return value
+
+
+def check_count(value: Any, name: str, key: ConfigKey | None = None) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise ConfigError(f'Config key "{name}" must be a whole number from 0 to {MAX_COUNT}.')
+    return value
+
+
+def check_keywords(value: Any, name: str, key: ConfigKey) -> tuple[str, ...]:
+    if value is None or value is key.default:
+        return key.default
+    if not isinstance(value, list) or not all(isinstance(k, str) and k.strip() for k in value):
+        raise ConfigError(f'Config key "{name}" must be an array of non-empty strings.')
+    return tuple(k.strip().lower() for k in value)
+
+
+def check_zone(value: Any, name: str, key: ConfigKey | None = None) -> str | None:
+    """An IANA zone name that this machine knows, checked once here (not at every use); an unset
+    `timezone` (no default) stays None."""
+    if value is None and key is not None and key.default is None:
+        return None
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f'Config key "{name}" must be an IANA zone name like "Europe/Warsaw".')
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f'Config key "{name}" names an unknown zone: "{value[:64]}".') from None
+    return value
+
+
+def check_price(value: Any, name: str, key: ConfigKey) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_COUNT:
+        raise ConfigError(f'Config key "{name}" must be a number, 0 or more.')
+    return float(value)
+
+
+def check_currency(value: Any, name: str, key: ConfigKey) -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Z]{3}", value):
+        raise ConfigError(f'Config key "{name}" must be a currency code like "USD".')
+    return value
+
+
+def check_endpoints(value: Any, name: str, key: ConfigKey) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigError(f'Config key "{name}" must be an object.')
+    endpoints = dict(key.default)
+    if value is key.default:  # unset: the built-in hosts, nothing to check
+        return endpoints
+    for source, url in value.items():
+        dotted = f"{name}.{source}"
+        if source not in endpoints:
+            raise ConfigError(f'Config key "{dotted}" is not one of {", ".join(key.default)}.')
+        if not isinstance(url, str) or not is_allowed_base_url(url):
+            raise ConfigError(
+                f'Config key "{dotted}" must be an https:// URL (http:// only for loopback hosts).'
+            )
+        endpoints[source] = url.rstrip("/")
+    return endpoints
+
+
+def check_names(value: Any, name: str, key: ConfigKey) -> tuple[str, ...]:
+    """`tracking_params`: extra parameter names deep search's merge ignores."""
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(t, str) and t.strip() and len(t) <= 200 for t in value
+    ):
+        raise ConfigError(f'Config key "{name}" must be an array of parameter names.')
+    return tuple(t.strip() for t in value)
+
+
+def check_path(value: Any, name: str, key: ConfigKey) -> str | None:
+    """`state_dir` as configured (None: unset); `_build` resolves it like OpenClaw would."""
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigError(f'Config key "{name}" must be a non-empty string.')
+    return value
+
+
+def check_agent_id(value: Any, name: str, key: ConfigKey) -> str | None:
+    if value is not None and (
+        not isinstance(value, str) or not AGENT_ID.fullmatch(value) or len(value) > 64
+    ):
+        raise ConfigError(
+            f'Config key "{name}" must be an agent id '
+            "(lowercase letters, digits and hyphens, at most 64 characters)."
+        )
+    return value
+
+
+def check_state_backend(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
+    """`state_backend`: where shared state lives. Files in the state directory by default;
+    `{"kind": "redis", "url": ..., "prefix": ..., "on_unavailable": "refuse"|"web_only"}` for a
+    fleet (store/redis.py checks the rest when it is configured)."""
+    if not isinstance(value, dict):
+        raise ConfigError(f'Config key "{name}" must be an object.')
+    out = {**value}
+    for field in _BACKEND_CHOICES:
+        leaf = field.name.rsplit(".", 1)[1]
+        out[leaf] = check_choice(value.get(leaf, field.default), field.name, field)
+    if out["kind"] == "redis":
+        out.update(_redis_backend(value))
+    return out
+
+
+_BACKEND_CHOICES = tuple(key for key in fields_of("state_backend") if key.kind == "choice")
+_REDIS_PREFIX = next(key for key in fields_of("state_backend") if key.kind == "redis_prefix")
+
+
+def _redis_backend(backend: dict[str, Any]) -> dict[str, Any]:
+    """`url` (redis:// or rediss://, required) and `prefix` of a Redis state backend. Messages
+    never quote the URL: it may carry a password (`${VAR}` is substituted like every string)."""
+    from urllib.parse import urlsplit
+
+    url = backend.get("url")
+    if not isinstance(url, str) or not url:
+        raise ConfigError(
+            'Config key "state_backend.url" is required for kind "redis" '
+            "(redis://host:6379/0 or rediss://...)."
+        )
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("redis", "rediss") or not parts.hostname:
+        raise ConfigError(
+            'Config key "state_backend.url" must be a redis:// or rediss:// URL with a host.'
+        )
+    prefix = backend.get("prefix", _REDIS_PREFIX.default)
+    if not isinstance(prefix, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}", prefix):
+        raise ConfigError(
+            'Config key "state_backend.prefix" must be 1-64 letters, digits, ".", "_", ":" or "-".'
+        )
+    return {"url": url, "prefix": prefix}
+
+
+_CACHE_KEYS = fields_of("cache")
+
+
+def check_cache(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
+    """`cache`: the shared result cache (cache.py). A TTL of 0, or `enabled: false`, turns off
+    serving from it for that class; unknown keys are refused so a typo never goes unnoticed."""
+    if not isinstance(value, dict):
+        raise ConfigError(f'Config key "{name}" must be an object.')
+    leaves = [field.name.rsplit(".", 1)[1] for field in _CACHE_KEYS]
+    for leaf in value:
+        if leaf not in leaves:
+            raise ConfigError(
+                f'Config key "{name}.{str(leaf)[:64]}" is not one of {", ".join(leaves)}.'
+            )
+    return {
+        leaf: CHECKS[field.kind](value.get(leaf, field.default), field.name, field)
+        for leaf, field in zip(leaves, _CACHE_KEYS, strict=True)
+    }
+
+
+def is_allowed_base_url(url: str) -> bool:
+    """https anywhere; plain http only to loopback, so a key never crosses a network in clear."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        return False
+    if not host or parts.query or parts.fragment or parts.username or parts.password:
+        return False
+    if parts.scheme == "https":
+        return True
+    if parts.scheme != "http":
+        return False
+    return is_loopback_host(host)
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """127.0.0.0/8, ::1 or localhost: the one loopback rule (config and the HTTP layer)."""
+    return host is not None and (host in _LOOPBACK_HOSTS or _is_loopback_ip(host))
+
+
+def _is_loopback_ip(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# Each kind of config_keys.KEYS that needs no provider list, and its check.
+CHECKS = {
+    "model": check_model,
+    "bool": check_bool,
+    "whole": check_whole,
+    "keywords": check_keywords,
+    "count": check_count,
+    "zone": check_zone,
+    "choice": check_choice,
+    "price": check_price,
+    "currency": check_currency,
+    "endpoints": check_endpoints,
+    "names": check_names,
+    "path": check_path,
+    "agent_id": check_agent_id,
+    "backend": check_state_backend,
+    "cache": check_cache,
+}

@@ -1,0 +1,94 @@
+"""Routing and strategy: which provider a query goes to and which tiers a call walks through.
+
+Pure functions of the query, the agent and the settings (spec 4-5, RULINGS 3, 5):
+
+- Strategy A (any agent but `general`): routed API, the opposite API, then DuckDuckGo, which a
+  finance query may not use.
+- Strategy B (`general`): Google, Bing, the routed API (the only tier that spends quota), then
+  DuckDuckGo (RULINGS 5: so an install with no keys still answers when Google and Bing refuse
+  plain HTTP clients).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import NamedTuple
+
+from smart_search.host.config import GENERAL_AGENT, Settings
+
+OPPOSITE = {"gemini": "brave", "brave": "gemini"}
+
+
+class Tier(NamedTuple):
+    """One step of a plan: an API provider, or a web_fetch engine."""
+
+    number: int
+    provider: str  # "gemini" | "brave" | "web_fetch"
+    engine: str | None = None  # set for web_fetch tiers
+    finance_blocked: bool = False
+
+    @property
+    def is_api(self) -> bool:
+        return self.engine is None
+
+    def __repr__(self) -> str:
+        what = self.engine if self.engine else self.provider
+        blocked = ", finance_blocked" if self.finance_blocked else ""
+        return f"Tier({self.number}, {what}{blocked})"
+
+
+@lru_cache(maxsize=8)
+def _keyword_pattern(keywords: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not keywords:
+        return None
+    # Word boundaries on both sides ("esa" is not "mesa", "ipo" is not "hippo"); a phrase's inner
+    # spaces match any run of whitespace.
+    parts = sorted(
+        (r"\s+".join(map(re.escape, k.split())) for k in keywords), key=len, reverse=True
+    )
+    return re.compile(r"(?<!\w)(?:" + "|".join(parts) + r")(?!\w)", re.IGNORECASE)
+
+
+def matches_any(query: str, keywords: tuple[str, ...]) -> bool:
+    pattern = _keyword_pattern(keywords)
+    return pattern is not None and pattern.search(query) is not None
+
+
+def is_finance(query: str, settings: Settings) -> bool:
+    return matches_any(query, settings.finance_keywords)
+
+
+def route(query: str, settings: Settings) -> str:
+    """The provider a query's keywords route to; finance beats Brave keywords."""
+    if is_finance(query, settings):
+        return "gemini"
+    if matches_any(query, settings.brave_keywords):
+        return "brave"
+    return settings.default_provider
+
+
+def routed_provider(query: str, settings: Settings, force_provider: str | None) -> str:
+    """`force_provider` when given (it replaces the routed provider only), else `route`."""
+    return force_provider or route(query, settings)
+
+
+def plan(agent_id: str, query: str, settings: Settings, routed: str) -> list[Tier]:
+    """The tiers to try, in order, for a query already routed to `routed`."""
+    if agent_id == GENERAL_AGENT:
+        return [
+            Tier(1, "web_fetch", "google"),
+            Tier(2, "web_fetch", "bing"),
+            Tier(3, routed),
+            Tier(4, "web_fetch", "duckduckgo"),
+        ]
+    return [
+        Tier(1, routed),
+        Tier(2, OPPOSITE[routed]),
+        Tier(3, "web_fetch", "duckduckgo", finance_blocked=is_finance(query, settings)),
+    ]
+
+
+def fold_whitespace(query: str) -> str:
+    """Tabs, newlines and carriage returns become spaces before any request (RULINGS 1)."""
+    return query.replace("\t", " ").replace("\r", " ").replace("\n", " ")

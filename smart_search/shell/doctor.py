@@ -1,0 +1,307 @@
+"""`smart-search doctor [--json]`: what this install reads, where it keeps state, what is wrong.
+
+Read-only: it opens the config, the ledger and the breaker file, and writes nothing (no state
+directory is created, no legacy ledger is merged, no provider is called, no quota is spent). An
+API key is never printed, not even in part: only where it came from and its length.
+
+Exit 0 when healthy, 1 when something needs the operator, 2 for an unusable command line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from smart_search.host import openclaw
+from smart_search.host.config_entry import ENTRY, LEGACY_SECTION
+
+
+def main(argv: list[str]) -> int:
+    if argv not in ([], ["--json"]):
+        if argv in (["-h"], ["--help"]):
+            sys.stdout.write("usage: smart-search doctor [--json]\n")
+            return 0
+        sys.stderr.write(f"usage: smart-search doctor [--json]\nunknown arguments: {argv!r}\n")
+        return 2
+    report = diagnose(os.environ)
+    if argv == ["--json"]:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_APPEND_NEWLINE))
+    else:
+        sys.stdout.write(render(report))
+    sys.stdout.flush()
+    return 0 if report["healthy"] else 1
+
+
+def diagnose(env: Any) -> dict[str, Any]:
+    """Everything doctor knows, as one JSON-ready dict; `problems` decides the verdict."""
+    from smart_search.errors import SearchError
+    from smart_search.host import config, config_entry, config_keys
+
+    problems: list[str] = []
+    location = openclaw.config_location(env)
+    report: dict[str, Any] = {
+        "config": {
+            "path": location.path,
+            "exists": location.exists,
+            "named_by_variable": location.explicit,
+            "steps": location.steps,
+            "files_read": [],
+            "error": None,
+        }
+    }
+    root: dict[str, Any] = {}
+    try:
+        root, files = openclaw.load_config(location, env)
+        report["config"]["files_read"] = files
+    except SearchError as err:
+        report["config"]["error"] = err.message
+        problems.append(f"config: {err.message}")
+
+    report["layout"] = _layout(root, problems)
+    settings = None
+    section: dict[str, Any] = {}
+    skill_env: dict[str, Any] = {}
+    if report["config"]["error"] is None:
+        try:
+            section, skill_env = config_entry.skill_section(root)
+            settings = config.load_settings(env)
+        except SearchError as err:
+            report["config"]["error"] = err.message
+            problems.append(f"config: {err.message}")
+    report["api_keys"] = _key_sources(env, root, skill_env, settings)
+    unknown = config_keys.unknown_keys(section) if isinstance(section, dict) else []
+    report["unknown_keys"] = [{"key": k, "nearest": near} for k, near in unknown]
+    problems.extend(config_keys.unknown_key_warning(k, near) for k, near in unknown)
+
+    report["state_dir"] = _state_dir(env, section, settings, problems)
+    report["ledger"] = _ledger(settings, problems)
+    report["breakers"] = _breakers(settings)
+    for b in report["breakers"]:
+        problems.append(f"{b['name']} circuit is {b['state']}")
+    report["cache"] = _cache(settings)
+    if report["cache"] and report["cache"]["config"].get("enabled") and not report["cache"]["ok"]:
+        problems.append(f"cache: {report['cache']['error']}")
+    report["problems"] = problems
+    report["healthy"] = not problems
+    report["verdict"] = _verdict(problems)
+    return report
+
+
+def _state_dir(env: Any, section: Any, settings: Any, problems: list[str]) -> dict[str, Any]:
+    configured = section.get("state_dir") if isinstance(section, dict) else None
+    configured = configured if isinstance(configured, str) and configured else None
+    if settings is not None:
+        state_dir, why = settings.state_dir, openclaw.skill_state_dir(env, configured)[1]
+    else:
+        state_dir, why = openclaw.skill_state_dir(env, configured)
+    out = {"path": state_dir, "why": why, **_dir_health(state_dir)}
+    if not out["writable"]:
+        problems.append(f"state dir {state_dir} is not writable")
+    legacy = settings.legacy_state_dir if settings is not None else None
+    legacy_file = os.path.join(legacy, "search-quota.json") if legacy else None
+    out["legacy_ledger"] = legacy_file if legacy_file and os.path.exists(legacy_file) else None
+    return out
+
+
+def _verdict(problems: list[str]) -> str:
+    """The verdict line: healthy, or how many problems of which kind."""
+    if not problems:
+        return "healthy"
+    kinds: dict[str, int] = {}
+    for problem in problems:
+        kind = problem.split(":", 1)[0] if ":" in problem[:12] else problem.split('"', 1)[0]
+        kinds[kind.strip()] = kinds.get(kind.strip(), 0) + 1
+    summary = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in kinds.items())
+    return f"NOT HEALTHY: {len(problems)} problem(s) ({summary})"
+
+
+def _layout(root: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+    skills = root.get("skills") if isinstance(root, dict) else None
+    skills = skills if isinstance(skills, dict) else {}
+    entries = skills.get("entries")
+    found = []
+    if isinstance(entries, dict) and "smart-search" in entries:
+        found.append(ENTRY)
+    if "smart-search" in skills:
+        found.append(LEGACY_SECTION)
+    rejected = []
+    if "smart-search" in skills:
+        rejected.append(
+            f'{LEGACY_SECTION}: OpenClaw rejects the whole file ("skills: Unrecognized key"); '
+            f"move it to {ENTRY}.config (env keys to {ENTRY}.env)"
+        )
+    top_env = root.get("env") if isinstance(root, dict) else None
+    if isinstance(top_env, dict):
+        for key in top_env:
+            if key not in ("vars", "shellEnv"):
+                rejected.append(
+                    f"env.{key}: OpenClaw rejects the whole file (\"env: Unrecognized key\"); "
+                    f"move it to env.vars.{key}"
+                )
+    problems.extend(f"layout: {r}" for r in rejected)
+    return {"found": found, "rejected_by_openclaw": rejected}
+
+
+def _key_sources(
+    env: Any, root: dict[str, Any], skill_env: dict[str, Any], settings: Any
+) -> dict[str, Any]:
+    """Where each key comes from, in the lookup order of RULINGS 2 (the walk config.py uses);
+    the value is never shown, only its length."""
+    from smart_search.host.config import PROVIDERS
+    from smart_search.host.config_entry import API_KEY_NAMES, api_key_sources, find_api_key
+
+    sources = api_key_sources(env, root, skill_env)
+    out: dict[str, Any] = {}
+    for provider, name in zip(PROVIDERS, API_KEY_NAMES, strict=True):
+        record: dict[str, Any] = {"name": name, "set": False, "source": None, "length": None}
+        found = find_api_key(name, sources, env)
+        if found is not None:
+            record.update(set=True, source=found[0], length=len(found[1]))
+        if settings is not None:
+            loaded = settings.api_keys.get(provider)
+            record["set"] = loaded is not None
+            if loaded is not None:
+                record["length"] = len(loaded.reveal())
+        out[provider] = record
+    return out
+
+
+def _dir_health(path: str) -> dict[str, Any]:
+    exists = os.path.isdir(path)
+    probe = path
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    writable = os.access(probe, os.W_OK | os.X_OK) and os.path.isdir(probe)
+    return {"exists": exists, "writable": writable}
+
+
+def _ledger(settings: Any, problems: list[str]) -> dict[str, Any]:
+    if settings is None:
+        return {"readable": False, "error": "config could not be read"}
+    from smart_search.budget.ledger import QUOTA_FILE, Ledger
+    from smart_search.errors import SearchError
+
+    path = os.path.join(settings.state_dir, QUOTA_FILE)
+    out: dict[str, Any] = {"path": path, "exists": os.path.exists(path)}
+    try:
+        status = Ledger(settings).full_status()
+    except SearchError as err:
+        problems.append(f"ledger: {err.message}")
+        return {**out, "readable": False, "error": err.message}
+    out.update(readable=True, error=None, day=status["date"])
+    out["providers"] = {
+        p: {"used": v["used"], "daily_limit": v["daily_limit"]}
+        for p, v in status["providers"].items()
+    }
+    if status.get("warning"):
+        out["warning"] = status["warning"]
+    return out
+
+
+def _cache(settings: Any) -> dict[str, Any] | None:
+    """The result cache as `cache.cache_summary` sees it (read-only), or None without settings."""
+    if settings is None:
+        return None
+    from smart_search.search.cache import cache_summary
+
+    return cache_summary(settings)
+
+
+def _breakers(settings: Any) -> list[dict[str, Any]]:
+    if settings is None:
+        return []
+    from smart_search.budget.breaker import Breaker
+
+    try:
+        entries = Breaker(settings).snapshot()
+    except Exception:  # noqa: BLE001 - advisory state: unreadable means nothing is open
+        return []
+    now = time.time()
+    out = []
+    for name, entry in entries.items():
+        if entry["state"] != "closed":
+            trial = entry["opened_at"] + settings.circuit_reset_seconds
+            out.append(
+                {
+                    "name": name,
+                    "state": entry["state"],
+                    "failures": entry["failures"],
+                    "trial_in_seconds": max(0, round(trial - now)),
+                }
+            )
+    return out
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = ["smart-search doctor", ""]
+    cfg = report["config"]
+    state = "found" if cfg["exists"] else "missing"
+    lines.append(f"Config file: {cfg['path']} ({state})")
+    lines.extend(f"  - {step}" for step in cfg["steps"])
+    for extra in cfg["files_read"][1:]:
+        lines.append(f"  included: {extra}")
+    if cfg["error"]:
+        lines.append(f"  ERROR: {cfg['error']}")
+    layout = report["layout"]
+    lines.append("Layout: " + (", ".join(layout["found"]) or "no smart-search section (defaults)"))
+    lines.extend(f"  REJECTED BY OPENCLAW: {r}" for r in layout["rejected_by_openclaw"])
+    lines.append("API keys (values never shown):")
+    for record in report["api_keys"].values():
+        if record["set"]:
+            where = record["source"] or "unknown source"
+            lines.append(f"  {record['name']}: set ({record['length']} characters) from {where}")
+        else:
+            lines.append(f"  {record['name']}: not set (its tiers are skipped)")
+    sd = report["state_dir"]
+    lines.append(f"State dir: {sd['path']} ({sd['why']})")
+    if not sd["exists"]:
+        lines.append("  not created yet (created on first use, 0700)")
+    if not sd["writable"]:
+        lines.append("  NOT WRITABLE")
+    if sd["legacy_ledger"]:
+        lines.append(f"  per-workspace ledger {sd['legacy_ledger']} is merged on the next call")
+    ledger = report["ledger"]
+    if ledger.get("readable"):
+        usage = ", ".join(
+            f"{p} {v['used']}/{v['daily_limit']} used" for p, v in ledger["providers"].items()
+        )
+        fresh = "" if ledger["exists"] else " (no ledger file yet)"
+        lines.append(f"Ledger: readable{fresh}, day {ledger['day']}: {usage}")
+    else:
+        lines.append(f"Ledger: UNREADABLE: {ledger.get('error')}")
+    if report["breakers"]:
+        for b in report["breakers"]:
+            lines.append(
+                f"Circuit breaker {b['name']}: {b['state']} after {b['failures']} failures, "
+                f"trial in {b['trial_in_seconds']} s"
+            )
+    else:
+        lines.append("Circuit breakers: none open")
+    cache = report.get("cache")
+    if cache is not None:
+        if not cache["config"].get("enabled"):
+            lines.append("Cache: off (cache.enabled is false)")
+        elif not cache["ok"]:
+            lines.append(f"Cache: UNUSABLE: {cache['error']} (searches run uncached)")
+        else:
+            lines.append(
+                f"Cache: {cache['entries']} entries, {cache['bytes']} bytes; today "
+                f"{cache['hits_today']} hits, {cache['misses_today']} misses, "
+                f"{cache['units_saved_today']} units saved"
+            )
+    if report["unknown_keys"]:
+        for u in report["unknown_keys"]:
+            hint = f" (did you mean {u['nearest']}?)" if u["nearest"] else ""
+            lines.append(f"Unknown config key: {u['key']}{hint}")
+    else:
+        lines.append("Unknown config keys: none")
+    lines.append("")
+    lines.append(f"Verdict: {report['verdict']}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,40 @@
+"""The two ways the server is reached: stdio (the host starts it as a subprocess) and Streamable
+HTTP on a socket bound here, served by uvicorn. Both import the SDK, only when called.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from smart_search.shell.mcp.handlers import build_server
+from smart_search.shell.mcp.service import Service
+
+DEFAULT_HTTP_PATH = "/mcp"
+
+
+async def serve_stdio(service: Service) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(service)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def serve_http(service: Service, host: str, port: int) -> None:
+    import socket
+
+    import uvicorn
+
+    server = build_server(service)
+    app = server.streamable_http_app(streamable_http_path=DEFAULT_HTTP_PATH, host=host)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    sys.stderr.write(f"smart-search mcp: listening on http://{shown}:{bound}{DEFAULT_HTTP_PATH}\n")
+    sys.stderr.flush()
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    await uvicorn.Server(config).serve(sockets=[sock])
