@@ -24,6 +24,7 @@ from smart_search.errors import (
     agent_not_found,
 )
 from smart_search.host.config import GENERAL_AGENT, PROVIDERS, Settings
+from smart_search.text.stamps import utc_stamp
 
 if TYPE_CHECKING:
     from smart_search.store import Store
@@ -137,12 +138,12 @@ class Ledger:
             "daily": {
                 "used": window["day_used"],
                 "limit": c.daily_limits[p],
-                "resets_at": _iso(next_reset(s, p, now, monthly=False)),
+                "resets_at": utc_stamp(next_reset(s, p, now, monthly=False)),
             },
             "monthly": {
                 "used": window["month_used"],
                 "limit": s.monthly_limits[p],
-                "resets_at": _iso(next_reset(s, p, now, monthly=True)),
+                "resets_at": utc_stamp(next_reset(s, p, now, monthly=True)),
             },
             "headroom": quota.window_headroom(doc, c, p),
             "provider_reported_remaining": (
@@ -151,7 +152,7 @@ class Ledger:
             "provider_reported_age_s": (
                 None if current is None else round(max(0.0, now - current["seen_at"]), 1)
             ),
-            "exhausted_until": _iso(until) if until is not None and until > now else None,
+            "exhausted_until": utc_stamp(until) if until is not None and until > now else None,
             "estimated_spend": (
                 None if price is None else round(window["month_used"] * price / 1000, 4)
             ),
@@ -279,6 +280,3 @@ class Ledger:
                 doc = migrate.from_node(raw, self.ceilings, today(self.settings, now), path)
         return quota.roll(doc, windows(self.settings, now))
 
-
-def _iso(moment: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))

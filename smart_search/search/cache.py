@@ -99,26 +99,21 @@ def ttl_seconds(query: str, settings: Settings) -> int:
 
 
 def open_flight(
-    settings: Settings,
-    store: Store,
-    query: str,
-    day: str,
-    *,
-    fresh: bool = False,
-    clock: Callable[[], float] = time.time,
+    settings: Settings, store: Store, query: str, day: str, **options: Any
 ) -> Flight | None:
-    """The cache for one smart_search call, or None when `cache.enabled` is false. `clock`
-    (Unix time) dates entries and judges their age: the run's clock, injectable like the
-    ledger's and the breaker's. Leases stay on real time: they cover requests really in flight."""
+    """The cache for one smart_search call, or None when `cache.enabled` is false. `options`:
+    Flight's `fresh` and `clock`."""
     conf = getattr(settings, "cache", None)
     if not conf or not conf["enabled"]:
         return None
-    return Flight(settings, store, ttl_seconds(query, settings), day, fresh=fresh, clock=clock)
+    return Flight(settings, store, ttl_seconds(query, settings), day, **options)
 
 
 class Flight:
     """One smart_search call's use of the cache: lookups, single-flight, puts, and what it
-    served (`cached_at`, `units_saved`) for the result and the log line."""
+    served (`cached_at`, `units_saved`) for the result and the log line. `clock` (Unix time)
+    dates entries and judges their age: the run's clock, injectable like the ledger's and the
+    breaker's. Leases stay on real time: they cover requests really in flight."""
 
     def __init__(
         self,
@@ -130,12 +125,8 @@ class Flight:
         fresh: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.settings = settings
-        self.clock = clock
-        self.store = store
-        self.ttl_s = ttl_s
-        self.day = day
-        self.fresh = fresh
+        self.settings, self.store, self.clock = settings, store, clock
+        self.ttl_s, self.day, self.fresh = ttl_s, day, fresh
         self.owner = f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}"
         self.cached_at: str | None = None  # set when the answer came from the cache
         self.units_saved = 0
