@@ -22,7 +22,8 @@ SERP = REPO / "tests" / "fixtures" / "serp"
 sys.path.insert(0, str(REPO))  # runnable from a checkout without installing
 
 from smart_search import errors  # noqa: E402
-from smart_search.sources.engines import ENGINES, engine_module  # noqa: E402
+from smart_search.host.config import ENGINES  # noqa: E402
+from smart_search.sources.engines import engine_module  # noqa: E402
 
 BUDGET_MS = 30.0
 

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from smart_search import errors
+from smart_search.host.config import ENGINES
 from smart_search.sources.engines import (
-    ENGINES,
     bing,
     classify_status,
     duckduckgo,

@@ -10,18 +10,20 @@ from tests.conftest import REPO
 
 PACKAGE = REPO / "smart_search"
 # Top to bottom. A module may import its own package and any package below its own, never one
-# above: the shell calls the search walk and the report, the walk calls sources and the budget,
-# those call the state store, which reads the host's settings; text safety, errors and the
-# contract sit under everything. `smart_search/__init__` (version, distribution name) is the floor.
+# above: the shell calls the search walk and the report; the walk calls the budget, which keeps
+# its state in the store, which reads the host's settings; the host learns which sources exist
+# from the registry of sources, whose modules are wire formats only; text safety, the contract
+# and errors sit under everything. `smart_search/__init__` (version, name) is the floor. Imports
+# under `if TYPE_CHECKING:` are annotations only, never run, and do not count.
 LAYERS = (
     ("shell",),
     ("report",),
     ("search",),
     ("logs",),
-    ("sources",),
     ("budget",),
     ("store",),
     ("host",),
+    ("sources",),
     ("text",),
     ("contract",),
     ("errors",),
@@ -49,7 +51,16 @@ def imports_of(name: str) -> set[str]:
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+        for inner in ast.walk(node)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - (node.level - 1)]

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from smart_search import errors
+from smart_search.host.config import ENGINES
 from smart_search.sources import http
-from smart_search.sources.engines import ENGINES, engine_module, fetch_engine
+from smart_search.sources.engines import engine_module, fetch_engine
 from smart_search.sources.providers import call_provider
 from tests.fakes import FakeServer, Reply
 

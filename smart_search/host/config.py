@@ -18,8 +18,6 @@ import orjson
 from smart_search.errors import ConfigError
 from smart_search.host import openclaw
 from smart_search.host.config_checks import AGENT_ID, CHECKS, check_count, check_string, either
-from smart_search.host.config_checks import is_allowed_base_url as is_allowed_base_url
-from smart_search.host.config_checks import is_loopback_host as is_loopback_host
 from smart_search.host.config_entry import (
     API_KEY_NAMES,
     api_key_sources,
@@ -40,18 +38,19 @@ from smart_search.host.config_keys import (
     unknown_key_warning,
     unknown_keys,
 )
+from smart_search.sources import registry
+from smart_search.text.urls import is_allowed_base_url as is_allowed_base_url
+from smart_search.text.urls import is_loopback_host as is_loopback_host
 
-# The registries, once: every module names providers and engines through these.
-PROVIDERS = ("gemini", "brave")
-ENGINES = ("google", "bing", "duckduckgo")
+# The sources, as the registry declares them (sources/registry.py): search APIs, web engines.
+PROVIDERS = registry.api_names()
+ENGINES = registry.web_names()
 # The chat agent of Strategy B (spec 4), always known, also under strict_agents.
 GENERAL_AGENT = "general"
 
 # What an API key may hold: printable ASCII. CR/LF would split the header, and httpx sends header
 # values as ASCII (anything else raised deep inside the request, with the key in the traceback).
 _HEADER_SAFE = re.compile(r"[\x20-\x7e]+")
-# Gemini 2.x bills per grounded prompt; Gemini 3 and later per search query the model runs.
-_PER_PROMPT_GEMINI = re.compile(r"gemini-(1|2)(\.|-)")
 
 
 class Secret:
@@ -185,7 +184,7 @@ def _build(
     values: dict[str, Any] = {"config_path": config_path}
     for key in TOP_LEVEL:
         if key.kind == "providers":
-            values.update(_providers(section.get(key.name, key.default), values["gemini_model"]))
+            values.update(_providers(section.get(key.name, key.default), values))
         else:
             values[key.name] = _CHECKS[key.kind](section.get(key.name, key.default), key.name, key)
     values["state_dir"] = _state_dir(env, values["state_dir"])
@@ -223,7 +222,7 @@ def _provider(value: Any, name: str, key: ConfigKey) -> str:
 _PROVIDER_KEYS = fields_of("providers.<p>")
 
 
-def _providers(given: Any, gemini_model: str) -> dict[str, dict[str, Any]]:
+def _providers(given: Any, earlier: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """`providers.<p>`: both budget windows, the window clock, the billing unit and the price;
     each field of the table's `providers.<p>.x` rows becomes a Settings dict keyed by provider."""
     if not isinstance(given, dict):
@@ -243,8 +242,9 @@ def _providers(given: Any, gemini_model: str) -> dict[str, dict[str, Any]]:
             default = key.default[p] if isinstance(key.default, dict) else key.default
             if isinstance(key.choices, dict):
                 key = key._replace(choices=key.choices[p])
-            if leaf == "unit" and p == "gemini" and _PER_PROMPT_GEMINI.match(gemini_model):
-                default = "request"
+            pick_unit = registry.source(p).default_unit
+            if leaf == "unit" and pick_unit is not None:
+                default = pick_unit(earlier)  # from the keys read before (a model, say)
             elif leaf == "max_units_per_call":
                 # Gemini 3 may run several search queries for one prompt; one request is one unit.
                 default = 3 if out["units"][p] == "search_query" else 1

@@ -12,10 +12,10 @@ from typing import Any
 
 from smart_search.errors import ConfigError
 from smart_search.host.config_keys import MAX_COUNT, ConfigKey, fields_of
+from smart_search.text.urls import is_allowed_base_url
 
 # An agent id: also the key of `agent_allocations` (config.py).
 AGENT_ID = re.compile(r"[a-z0-9-]+")
-_LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")
 
 
 def either(choices: tuple[str, ...]) -> str:
@@ -216,39 +216,6 @@ def check_cache(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
         leaf: CHECKS[field.kind](value.get(leaf, field.default), field.name, field)
         for leaf, field in zip(leaves, _CACHE_KEYS, strict=True)
     }
-
-
-def is_allowed_base_url(url: str) -> bool:
-    """https anywhere; plain http only to loopback, so a key never crosses a network in clear."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        parts.port  # noqa: B018 - raises ValueError on a malformed port
-    except ValueError:
-        return False
-    if not host or parts.query or parts.fragment or parts.username or parts.password:
-        return False
-    if parts.scheme == "https":
-        return True
-    if parts.scheme != "http":
-        return False
-    return is_loopback_host(host)
-
-
-def is_loopback_host(host: str | None) -> bool:
-    """127.0.0.0/8, ::1 or localhost: the one loopback rule (config and the HTTP layer)."""
-    return host is not None and (host in _LOOPBACK_HOSTS or _is_loopback_ip(host))
-
-
-def _is_loopback_ip(host: str) -> bool:
-    import ipaddress
-
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 # Each kind of config_keys.KEYS that needs no provider list, and its check.

@@ -13,11 +13,12 @@ from typing import Any
 
 from smart_search.errors import ConfigError
 from smart_search.host import openclaw
+from smart_search.sources import registry
 
 SKILL_NAME = "smart-search"
 ENTRY = f'skills.entries["{SKILL_NAME}"]'
 LEGACY_SECTION = f'skills["{SKILL_NAME}"]'
-API_KEY_NAMES = ("GEMINI_API_KEY", "BRAVE_API_KEY")
+API_KEY_NAMES = tuple(s.key_variable or "" for s in registry.sources("api"))
 # Layouts OpenClaw 2026.9 rejects (its schema is strict outside `config`): still read, never quiet.
 LEGACY_SECTION_WARNING = (
     'openclaw.json holds skills["smart-search"], a layout OpenClaw rejects (the whole file fails '

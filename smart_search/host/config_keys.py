@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from smart_search.sources import registry
+
 # gemini-2.0-flash (the spec's default) is shut down; this alias follows Google's current flash.
 DEFAULT_GEMINI_MODEL = "gemini-flash-latest"
 # Spec 5's tables; configurable through finance_keywords / brave_keywords.
@@ -24,22 +26,15 @@ DEFAULT_FINANCE_KEYWORDS = (
     "breaking", "just announced", "today", "hours ago", "spearfox", "fifthspear",
 )  # fmt: skip
 DEFAULT_BRAVE_KEYWORDS = ("space", "astronomy", "nasa", "esa", "cosmos")
-DEFAULT_ENDPOINTS = {
-    "gemini": "https://generativelanguage.googleapis.com",
-    "brave": "https://api.search.brave.com",
-    "google": "https://www.google.com",
-    "bing": "https://www.bing.com",
-    "duckduckgo": "https://html.duckduckgo.com",
-}
-# Free-tier ceilings: Gemini grounding 1500/day, Brave 2000/month ≈ 66/day.
-DEFAULT_DAILY_LIMITS = {"gemini": 1500, "brave": 66}
-# Monthly free allowances in 2026 (README, "The quota model"): Brave's $5 monthly credit buys about
-# 1,000 requests; Gemini 3 grounding includes 5,000 search queries a month. A default install never
-# runs into a paid overage.
-DEFAULT_MONTHLY_LIMITS = {"gemini": 5000, "brave": 1000}
-# Each provider's windows follow its own clock: Gemini's daily counters reset at midnight Pacific.
-DEFAULT_RESET_TIMEZONES = {"gemini": "America/Los_Angeles", "brave": "UTC"}
-UNITS = ("search_query", "request")
+# Every source declares its endpoint, and each API its free allowance (the default windows, so a
+# default install never runs into a paid overage), its clock and its units (sources/registry.py).
+_APIS = registry.sources("api")
+DEFAULT_ENDPOINTS = {s.name: s.endpoint for s in registry.sources()}
+DEFAULT_DAILY_LIMITS = {s.name: s.daily_limit for s in _APIS}
+DEFAULT_MONTHLY_LIMITS = {s.name: s.monthly_limit for s in _APIS}
+DEFAULT_RESET_TIMEZONES = {s.name: s.reset_timezone for s in _APIS}
+DEFAULT_UNITS = {s.name: s.units[0] for s in _APIS}
+UNIT_CHOICES = {s.name: s.units for s in _APIS}
 # No count or limit anywhere (config or ledger) may exceed this: 1e30 is a typo, not a budget.
 MAX_COUNT = 10**9
 # The predecessor skill's allocation for an agent that is not in config.
@@ -129,9 +124,10 @@ KEYS: tuple[ConfigKey, ...] = (
         "reset_timezone", "zone", DEFAULT_RESET_TIMEZONES, "the clock of the provider's windows"
     ),
     _per_provider(
-        "unit", "choice", {"gemini": "search_query", "brave": "request"},
-        "what one billed unit is (gemini-1.x and gemini-2.x models default to request)",
-        choices={"gemini": UNITS, "brave": ("request",)},
+        "unit", "choice", DEFAULT_UNITS,
+        "what one billed unit is (a source may pick it from other keys: gemini-1.x and "
+        "gemini-2.x models default to request)",
+        choices=UNIT_CHOICES,
     ),
     _per_provider(
         "max_units_per_call", "count", None, "most units one call may bill (0 counts as 1)",
@@ -278,17 +274,17 @@ KIND_RULES = {
     "keywords": "non-empty strings, matched lowercase",
     "backend": "the keys below",
     "cache": "the keys below",
-    "provider": "`gemini` or `brave`",
-    "providers": "`gemini`, `brave`, each with the keys below",
+    "provider": " or ".join(f"`{n}`" for n in registry.api_names()),
+    "providers": ", ".join(f"`{n}`" for n in registry.api_names()) + ", each with the keys below",
     "model": "letters, digits, `.`, `_`, `-`",
     "count": f"0 to {MAX_COUNT}",
     "zone": "a zone this machine knows",
     "price": f"0 to {MAX_COUNT}",
     "currency": "three capital letters",
     "allocations": f"agent ids (a-z, 0-9, `-`) to counts 0 to {MAX_COUNT}",
-    "allocation": f"`gemini`, `brave`: 0 to {MAX_COUNT}",
+    "allocation": ", ".join(f"`{n}`" for n in registry.api_names()) + f": 0 to {MAX_COUNT}",
     "endpoints": "https:// URLs (http:// for loopback hosts)",
-    "weights": f"`gemini`, `brave`, `google`, `bing`, `duckduckgo`: above 0 to {MAX_COUNT}",
+    "weights": ", ".join(f"`{s.name}`" for s in registry.sources()) + f": above 0 to {MAX_COUNT}",
     "names": "1 to 200 characters each",
     "path": "non-empty; `~` and `${VAR}` expand",
     "redis_url": "`redis://` or `rediss://` with a host",

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 from smart_search import errors
-from smart_search.host.config import is_allowed_base_url
+from smart_search.text.urls import is_allowed_base_url
 
 if TYPE_CHECKING:
     import ssl
@@ -527,6 +527,6 @@ def _proxied_by_environment(url: str) -> bool:
 
 
 def _is_loopback(url: str) -> bool:
-    from smart_search.host.config import is_loopback_host
+    from smart_search.text.urls import is_loopback_host
 
     return is_loopback_host(_host(url))

@@ -1,5 +1,6 @@
 """What counts as a web link: an absolute http(s) URL with a host, the one rule the sanitizer,
-the engines' link readers and the fusion merge all apply.
+the engines' link readers and the fusion merge all apply; and where a key may be sent (an
+endpoint: https anywhere, plain http to loopback only), the rule config and the HTTP layer share.
 
 The link is read as text, not through `urllib.parse.urlsplit`: urlsplit silently deletes tabs
 and newlines, strips leading control characters and lower-cases the scheme before it looks, and
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 
 WEB_SCHEMES = ("http", "https")
+_LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 
@@ -30,3 +32,36 @@ def is_web_url(text: str) -> bool:
         return False
     rest = text[found.end() :]
     return rest.startswith("//") and len(rest) > 2 and rest[2] not in "/?#"
+
+
+def is_allowed_base_url(url: str) -> bool:
+    """https anywhere; plain http only to loopback, so a key never crosses a network in clear."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        return False
+    if not host or parts.query or parts.fragment or parts.username or parts.password:
+        return False
+    if parts.scheme == "https":
+        return True
+    if parts.scheme != "http":
+        return False
+    return is_loopback_host(host)
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """127.0.0.0/8, ::1 or localhost: the one loopback rule (config and the HTTP layer)."""
+    return host is not None and (host in _LOOPBACK_HOSTS or _is_loopback_ip(host))
+
+
+def _is_loopback_ip(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
             anyio.run(serve_stdio, service)
         else:
             host, port = options["http"]
-            from smart_search.host.config import is_loopback_host
+            from smart_search.text.urls import is_loopback_host
 
             if not is_loopback_host(host):
                 sys.stderr.write(

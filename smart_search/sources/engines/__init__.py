@@ -22,7 +22,6 @@ lazily through `engine_module`, and lxml only when a page is parsed.
 
 from __future__ import annotations
 
-import importlib
 import re
 import time
 from collections.abc import Callable
@@ -31,7 +30,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 from smart_search import errors
-from smart_search.host.config import ENGINES  # the one registry; re-exported for the engines' users
 
 if TYPE_CHECKING:  # only for annotations: the HTTP stack loads when first used
     from smart_search.host.config import Settings
@@ -57,10 +55,14 @@ _WALL_NAMES = ("captcha",)
 
 
 def engine_module(name: str) -> ModuleType:
-    """The module for engine `name`, imported on first use (parsers pull in lxml)."""
-    if name not in ENGINES:
-        raise ValueError(f"Unknown web_fetch engine: {name!r} (expected one of {ENGINES}).")
-    return importlib.import_module(f"{__name__}.{name}")
+    """The module that declares engine `name` (the registry's; its parser loads lxml when it
+    first parses)."""
+    from smart_search.sources import registry
+
+    engines = registry.web_names()
+    if name not in engines:
+        raise ValueError(f"Unknown web_fetch engine: {name!r} (expected one of {engines}).")
+    return registry.module(name)
 
 
 def page_request(

@@ -27,7 +27,6 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from smart_search.host.config import Settings
 from smart_search.sources.engines import page_request
 from smart_search.sources.engines.html import (
     Page,
@@ -44,13 +43,17 @@ from smart_search.sources.engines.html import (
     split_link,
     text_of,
 )
-from smart_search.sources.http import HttpRequest
+from smart_search.sources.source import Source
 
 if TYPE_CHECKING:
     from lxml.html import HtmlElement
 
+    from smart_search.host.config import Settings
+    from smart_search.sources.http import HttpRequest
+
 NAME = "bing"
 PATH = "/search"
+SOURCE = Source(name=NAME, label="Bing", kind="web", order=2, endpoint="https://www.bing.com")
 CHALLENGE = "served its bot challenge instead of results."
 
 # Bing's own pages that are navigation, not results.

@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from smart_search.host.config import Settings
 from smart_search.sources.engines import page_request
 from smart_search.sources.engines.html import (
     Page,
@@ -35,13 +34,17 @@ from smart_search.sources.engines.html import (
     split_link,
     text_of,
 )
-from smart_search.sources.http import HttpRequest
+from smart_search.sources.source import Source
 
 if TYPE_CHECKING:
     from lxml.html import HtmlElement
 
+    from smart_search.host.config import Settings
+    from smart_search.sources.http import HttpRequest
+
 NAME = "duckduckgo"
 PATH = "/html/"
+SOURCE = Source(name=NAME, label="DuckDuckGo", kind="web", order=3, endpoint="https://html.duckduckgo.com")
 REGION = "wt-wt"  # "All regions"
 CHALLENGE = "served its bot challenge instead of results."
 

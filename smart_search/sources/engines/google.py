@@ -34,7 +34,6 @@ import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import parse_qs
 
-from smart_search.host.config import Settings
 from smart_search.sources.engines import page_request
 from smart_search.sources.engines.html import (
     Page,
@@ -48,13 +47,17 @@ from smart_search.sources.engines.html import (
     split_link,
     text_of,
 )
-from smart_search.sources.http import HttpRequest
+from smart_search.sources.source import Source
 
 if TYPE_CHECKING:
     from lxml.html import HtmlElement
 
+    from smart_search.host.config import Settings
+    from smart_search.sources.http import HttpRequest
+
 NAME = "google"
 PATH = "/search"
+SOURCE = Source(name=NAME, label="Google", kind="web", order=1, endpoint="https://www.google.com")
 RESULTS_PER_PAGE = 10
 
 # Consent cookies as public scrapers send them: CONSENT=YES+ (the older form) and SOCS, which

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from smart_search import errors
-from smart_search.host.config import Settings
 from smart_search.sources.providers.parsing import Answer, json_object, shape_error, status_error
+from smart_search.sources.source import Source
 
 if TYPE_CHECKING:
     # http (socket, logging, zlib) is imported when a request is built: every smart_search call
     # imports this module for `fit_query`, and a cache hit sends no request at all.
+    from smart_search.host.config import Settings
     from smart_search.sources.http import HttpRequest, HttpResponse
 
 NAME = "brave"
@@ -66,6 +67,27 @@ def fit_query(query: str) -> tuple[str, str | None]:
         f"which accepts at most {MAX_QUERY_CHARS} characters and {MAX_QUERY_WORDS} words."
     )
     return fitted, warning
+
+
+SOURCE = Source(
+    name=NAME,
+    label="Brave",
+    kind="api",
+    order=2,
+    endpoint="https://api.search.brave.com",
+    key_variable="BRAVE_API_KEY",
+    not_configured=(
+        "Brave Search is not configured. Add BRAVE_API_KEY to openclaw.json to enable it."
+    ),
+    units=("request",),
+    # The Search plan's $5 monthly credit buys about 1,000 requests (Brave's plans page, read
+    # 2026-11); a day's share of the legacy 2,000 a month is 66.
+    daily_limit=66,
+    monthly_limit=1000,
+    reset_timezone="UTC",
+    request_settings=("brave_count",),
+    fit_query=fit_query,
+)
 
 
 def build_request(

@@ -18,18 +18,49 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import orjson
 
 from smart_search import errors
-from smart_search.host.config import Settings
-from smart_search.sources.http import HttpRequest, HttpResponse, retry_after_seconds
 from smart_search.sources.providers.parsing import Answer, json_object, shape_error, status_error
+from smart_search.sources.source import Source
+
+if TYPE_CHECKING:
+    from smart_search.host.config import Settings
+    from smart_search.sources.http import HttpRequest, HttpResponse
 
 NAME = "gemini"
 PATH = "/v1beta/models/{model}:generateContent"
+# Gemini 2.x (and 1.x) bill per grounded prompt; Gemini 3 and later per search query it runs.
+_PER_PROMPT_MODEL = re.compile(r"gemini-(1|2)(\.|-)")
+
+
+def default_unit(section: dict[str, Any]) -> str:
+    """The unit a model bills in when config does not say: per prompt before Gemini 3."""
+    model = section.get("gemini_model")
+    per_prompt = isinstance(model, str) and _PER_PROMPT_MODEL.match(model)
+    return "request" if per_prompt else "search_query"
+
+
+SOURCE = Source(
+    name=NAME,
+    label="Gemini",
+    kind="api",
+    order=1,
+    endpoint="https://generativelanguage.googleapis.com",
+    key_variable="GEMINI_API_KEY",
+    not_configured="GEMINI_API_KEY is not configured in openclaw.json.",
+    units=("search_query", "request"),
+    # Grounding with Google Search (Gemini API pricing page, read 2026-11): 5,000 search queries
+    # a month free with Gemini 3; daily counters reset at midnight Pacific.
+    daily_limit=1500,
+    monthly_limit=5000,
+    reset_timezone="America/Los_Angeles",
+    default_unit=default_unit,
+    request_settings=("gemini_model",),
+)
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
@@ -53,6 +84,8 @@ def build_request(
     }
     if filters:
         body.update(filter_params(filters)[0])
+    from smart_search.sources.http import HttpRequest
+
     return HttpRequest(
         "POST",
         url,
@@ -104,7 +137,12 @@ def classify_error(resp: HttpResponse, settings: Settings) -> errors.SearchError
         wait = _retry_delay(details)
         if wait is None:
             found = _RETRY_IN_TEXT.search(text)
-            wait = float(found.group(1)) if found else retry_after_seconds(resp.headers)
+            if found:
+                wait = float(found.group(1))
+            else:
+                from smart_search.sources.http import retry_after_seconds
+
+                wait = retry_after_seconds(resp.headers)
         return errors.RateLimited(message, http_status=status, retry_after=wait)
     # 400 API_KEY_INVALID, 401 and 403 are refusals (auth_failed).
     return status_error(NAME, resp)

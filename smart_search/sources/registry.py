@@ -1,0 +1,75 @@
+"""The registry of sources: every search API and web engine, each declared once, in its own
+module of `providers/` or `engines/`, as a `SOURCE` value (`source.py`).
+
+The registry imports each module of those two packages and keeps the ones that declare a
+`SOURCE`, in the order they declare. Config defaults, routing, the tier walk, cache keys, deep
+legs, status, the report, doctor, MCP and the argument forms read the sources from here, so a
+new source is one module (plus its tests and its docs page) and nothing else in the package
+names it. The modules are light to import: their wire code loads its own dependencies (http,
+lxml) when a request is built or a page parsed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+from types import ModuleType
+
+from smart_search.sources.source import Source
+
+# The packages whose modules may declare a source: search APIs, then scraped engines.
+PACKAGES = ("smart_search.sources.providers", "smart_search.sources.engines")
+
+
+@cache
+def _declared() -> tuple[tuple[Source, ModuleType], ...]:
+    found: list[tuple[Source, ModuleType]] = []
+    for package_name in PACKAGES:
+        package = importlib.import_module(package_name)
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package_name}.{info.name}")
+            declared = getattr(module, "SOURCE", None)
+            if isinstance(declared, Source):
+                found.append((declared, module))
+    found.sort(key=lambda pair: (pair[0].kind != "api", pair[0].order, pair[0].name))
+    return tuple(found)
+
+
+def sources(kind: str | None = None) -> tuple[Source, ...]:
+    """Every declared source (APIs first, each kind in its declared order), or those of `kind`."""
+    return tuple(s for s, _ in _declared() if kind is None or s.kind == kind)
+
+
+@cache
+def api_names() -> tuple[str, ...]:
+    return tuple(s.name for s in sources("api"))
+
+
+@cache
+def web_names() -> tuple[str, ...]:
+    return tuple(s.name for s in sources("web"))
+
+
+def source(name: str) -> Source:
+    """The source called `name`; KeyError for none."""
+    for declared, _ in _declared():
+        if declared.name == name:
+            return declared
+    raise KeyError(name)
+
+
+def module(name: str) -> ModuleType:
+    """The module that declares `name` (its request builder, parser and error mapping)."""
+    for declared, declaring in _declared():
+        if declared.name == name:
+            return declaring
+    raise KeyError(name)
+
+
+def label(name: str) -> str:
+    """How messages name a source ("Gemini"); the name itself for anything else ("web_fetch")."""
+    for declared, _ in _declared():
+        if declared.name == name:
+            return declared.label
+    return name
