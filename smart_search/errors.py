@@ -24,27 +24,7 @@ LOCKED = "Quota file is locked. Try again."
 CANNOT_READ_CONFIG = "Cannot read openclaw.json. Check OPENCLAW_CONFIG_PATH."
 INVALID_JSON = "Invalid JSON input."
 NESTED_TOO_DEEP = "Input is nested too deeply."
-GEMINI_NOT_CONFIGURED = "GEMINI_API_KEY is not configured in openclaw.json."
-BRAVE_NOT_CONFIGURED = (
-    "Brave Search is not configured. Add BRAVE_API_KEY to openclaw.json to enable it."
-)
-GEMINI_EMPTY = "Gemini returned an empty response."
-BRAVE_EMPTY = "Brave returned no results."
 WEB_FETCH_WARNING = "Result retrieved via web scraping. Quality may be lower than API results."
-
-PROVIDER_LABELS = {
-    "gemini": "Gemini",
-    "brave": "Brave",
-    "google": "Google",
-    "bing": "Bing",
-    "duckduckgo": "DuckDuckGo",
-}
-
-
-def source_label(name: str) -> str:
-    """A source's display name for messages ("Google", "Brave"...), else its name."""
-    return PROVIDER_LABELS.get(name, name)
-
 
 def unknown_agent(agent_id: str) -> str:
     return f'Unknown agent: "{agent_id}". Add it to openclaw.json to use it.'
@@ -58,16 +38,13 @@ def agent_already_complete(agent_id: str) -> str:
     return f"Agent {agent_id} is already marked complete for today."
 
 
-def circuit_open(name: str) -> str:
-    return f"{PROVIDER_LABELS.get(name, name)} circuit is open. Try again later."
+def circuit_open(label: str) -> str:
+    """`label`: how messages name the source ("Gemini"; the registry's `label`)."""
+    return f"{label} circuit is open. Try again later."
 
 
-def model_unavailable(model: str) -> str:
-    return f"Gemini model {model} is unavailable."
-
-
-def api_error(provider: str, status: int) -> str:
-    return f"{PROVIDER_LABELS.get(provider, provider)} API error: {status}"
+def api_error(label: str, status: int) -> str:
+    return f"{label} API error: {status}"
 
 
 class SearchError(Exception):

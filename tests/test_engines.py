@@ -20,6 +20,7 @@ import pytest
 
 from smart_search import errors
 from smart_search.host.config import ENGINES
+from smart_search.sources import registry
 from smart_search.sources.engines import (
     bing,
     classify_status,
@@ -836,12 +837,12 @@ def response(status: int, body: bytes = b"", **headers: str) -> HttpResponse:
 
 @pytest.mark.parametrize("status", [200, 202, 203])
 def test_success_statuses_pass(status: int) -> None:
-    assert classify_status("google", response(status)) is None
+    assert classify_status(registry.source("google"), response(status)) is None
 
 
 def test_429_is_blocked_with_retry_after() -> None:
     with pytest.raises(errors.Blocked) as caught:
-        classify_status("bing", response(429, retry_after="30"))
+        classify_status(registry.source("bing"), response(429, retry_after="30"))
     assert caught.value.http_status == 429
     assert caught.value.retry_after == 30.0
     assert "Bing" in str(caught.value)
@@ -849,7 +850,7 @@ def test_429_is_blocked_with_retry_after() -> None:
 
 def test_403_is_blocked() -> None:
     with pytest.raises(errors.Blocked, match="DuckDuckGo"):
-        classify_status("duckduckgo", response(403))
+        classify_status(registry.source("duckduckgo"), response(403))
 
 
 @pytest.mark.parametrize(
@@ -861,25 +862,25 @@ def test_403_is_blocked() -> None:
 )
 def test_redirect_to_sorry_or_consent_is_blocked(location: str) -> None:
     with pytest.raises(errors.Blocked) as caught:
-        classify_status("google", response(302, location=location))
+        classify_status(registry.source("google"), response(302, location=location))
     assert caught.value.http_status == 302
 
 
 def test_other_redirect_is_a_parse_error_naming_the_target() -> None:
     with pytest.raises(errors.ParseError, match="elsewhere.example"):
-        classify_status("google", response(301, location="https://elsewhere.example/x"))
+        classify_status(registry.source("google"), response(301, location="https://elsewhere.example/x"))
 
 
 @pytest.mark.parametrize("status", [500, 502, 503])
 def test_5xx_is_a_server_error(status: int) -> None:
     with pytest.raises(errors.ServerError) as caught:
-        classify_status("bing", response(status, b"<html>oops</html>"))
+        classify_status(registry.source("bing"), response(status, b"<html>oops</html>"))
     assert caught.value.retryable and caught.value.http_status == status
 
 
 def test_503_sorry_page_is_blocked_not_a_server_error() -> None:
     with pytest.raises(errors.Blocked):
-        classify_status("google", response(503, page("google/blocked-sorry.html")))
+        classify_status(registry.source("google"), response(503, page("google/blocked-sorry.html")))
 
 
 @pytest.mark.parametrize(
@@ -893,7 +894,7 @@ def test_503_sorry_page_is_blocked_not_a_server_error() -> None:
 )
 def test_5xx_with_captcha_signs_only_in_code_is_a_server_error(body: bytes) -> None:
     with pytest.raises(errors.ServerError):
-        classify_status("google", response(503, body))
+        classify_status(registry.source("google"), response(503, body))
 
 
 @pytest.mark.parametrize(
@@ -907,13 +908,13 @@ def test_5xx_with_captcha_signs_only_in_code_is_a_server_error(body: bytes) -> N
 )
 def test_5xx_showing_a_captcha_is_blocked(body: bytes) -> None:
     with pytest.raises(errors.Blocked, match="503"):
-        classify_status("google", response(503, body))
+        classify_status(registry.source("google"), response(503, body))
 
 
 @pytest.mark.parametrize("status", [400, 404, 410, 418])
 def test_other_4xx_is_a_parse_error_with_the_status(status: int) -> None:
     with pytest.raises(errors.ParseError, match=str(status)):
-        classify_status("duckduckgo", response(status))
+        classify_status(registry.source("duckduckgo"), response(status))
 
 
 # --- the package ------------------------------------------------------------------------------

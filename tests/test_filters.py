@@ -451,9 +451,9 @@ def test_unsupported_filters_make_one_warning_sentence() -> None:
     filters = {"language": "DE", "country": "ke", "count": 15}
     _, unsupported = duckduckgo.filter_params(filters)
     assert unsupported == ["count", "country", "language"]
-    assert unsupported_warning("duckduckgo", unsupported, filters) == (
+    assert unsupported_warning("DuckDuckGo", unsupported, filters) == (
         'DuckDuckGo could not apply these filters: count "15", country "KE", language "de" '
         "(searched without them)."
     )
     _, unsupported = brave.filter_params({"country": "de"})
-    assert unsupported_warning("brave", unsupported, {"country": "de"}) is None
+    assert unsupported_warning("Brave", unsupported, {"country": "de"}) is None

@@ -183,7 +183,7 @@ def test_gemini_empty_answers_are_no_results_and_not_retried(
 ) -> None:
     fake.route(GEMINI_PATH, Reply(200, body=body))
     err = fails_with("gemini", make_settings(tmp_path, fake), errors.NoResults)
-    assert str(err) == errors.GEMINI_EMPTY
+    assert str(err) == gemini.EMPTY
     assert len(fake.requests) == 1
 
 
@@ -458,7 +458,7 @@ def test_brave_long_query_is_cut_once_and_the_caller_warned(
 def test_brave_empty_is_no_results(tmp_path: Path, fake: FakeServer, body: bytes) -> None:
     fake.route(BRAVE_PATH, Reply(200, body=body))
     err = fails_with("brave", make_settings(tmp_path, fake), errors.NoResults)
-    assert str(err) == errors.BRAVE_EMPTY
+    assert str(err) == brave.EMPTY
     assert len(fake.requests) == 1
 
 

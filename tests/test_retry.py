@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from smart_search import errors
+from smart_search.sources.providers import brave
 from smart_search.sources.retry import run_with_retries
 
 
@@ -107,7 +108,7 @@ def test_jitter_keeps_at_least_half_the_backoff() -> None:
         errors.ModelUnavailable("Gemini model m is unavailable.", http_status=404),
         errors.AuthFailed("Brave API error: 422", http_status=422),
         errors.QuotaExhausted("Gemini API error: 429", http_status=429, retry_after=1),
-        errors.NoResults(errors.BRAVE_EMPTY),
+        errors.NoResults(brave.EMPTY),
         errors.ParseError("bad shape"),
     ],
     ids=lambda e: type(e).__name__,

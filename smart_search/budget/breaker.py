@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from smart_search.errors import CircuitOpen, SearchError, circuit_open
 from smart_search.host.config import Settings
+from smart_search.sources import registry
 
 if TYPE_CHECKING:
     from smart_search.store import Store
@@ -57,7 +58,7 @@ class Breaker:
         if not entry or entry.get("state") == "closed":
             return
         if not self._trial_due(entry, self.clock()):
-            raise CircuitOpen(circuit_open(name))
+            raise CircuitOpen(circuit_open(registry.label(name)))
 
         def claim(doc: Document | None) -> tuple[Document | None, bool]:
             doc = doc or {}
@@ -73,7 +74,7 @@ class Breaker:
             return doc, True
 
         if not self.store.update(BREAKER_DOC, claim):
-            raise CircuitOpen(circuit_open(name))
+            raise CircuitOpen(circuit_open(registry.label(name)))
 
     def record(self, name: str, error: SearchError | None) -> None:
         """Record how a call to `name` ended: None for success, else the error it raised."""

@@ -17,8 +17,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from smart_search.errors import PROVIDER_LABELS, Timeout
+from smart_search.errors import Timeout
 from smart_search.host.config import Settings
+from smart_search.sources import registry
 
 if TYPE_CHECKING:
     from smart_search.store import Store
@@ -65,7 +66,7 @@ def wait_for_slot(
     slot = store.update(PACING_DOC, claim)
     if slot is None:
         raise Timeout(
-            f"{PROVIDER_LABELS[engine]} pacing: the next request slot lies past the deadline."
+            f"{registry.label(engine)} pacing: the next request slot lies past the deadline."
         )
     wait = slot - clock()
     if wait > 0:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from smart_search.errors import PROVIDER_LABELS, QuotaExhausted, Timeout
+from smart_search.errors import QuotaExhausted, Timeout
 from smart_search.host.config import GENERAL_AGENT
 from smart_search.search.planner import OPPOSITE, Tier, is_finance
 from smart_search.search.tiers import (
@@ -38,6 +38,7 @@ from smart_search.search.tiers import (
     record_attempt,
     web_tier,
 )
+from smart_search.sources import registry
 
 
 def legs(agent_id: str, query: str, run: Run, routed: str) -> list[Tier]:
@@ -67,7 +68,7 @@ def budget(tiers: list[Tier], run: Run) -> tuple[dict[int, int], dict[int, Quota
             shares[tier.number] = most
             left -= most
             continue
-        label = PROVIDER_LABELS[tier.provider]
+        label = registry.label(tier.provider)
         units = "unit" if most == 1 else "units"
         refused[tier.number] = QuotaExhausted(
             f"Deep search left {label} out: one call may bill up to {most} {units} and "
@@ -212,7 +213,7 @@ def budget_warning(run: Run, tiers: list[Tier], shares: dict[int, int]) -> str:
     if not shares:
         return f"Deep search spent no units (deep_max_units {allowed}): the APIs were not asked."
     parts = ", ".join(
-        f"{PROVIDER_LABELS[tier.provider]} {shares[tier.number]}"
+        f"{registry.label(tier.provider)} {shares[tier.number]}"
         for tier in tiers
         if tier.number in shares
     )

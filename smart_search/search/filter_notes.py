@@ -11,20 +11,15 @@ from smart_search.sources.filters import normalise, unsupported_warning, valid_c
 
 
 def source_warning(source: str, filters: dict[str, Any] | None) -> str | None:
-    """`unsupported_warning` for `source` ("gemini", "brave" or an engine name) under `filters`,
+    """`unsupported_warning` for `source` (any registered source) under `filters`,
     from that source's own `filter_params`; None when every filter set applies (or none is)."""
     wanted = normalise(filters)
     if not wanted:
         return None
-    if source in ("gemini", "brave"):
-        from smart_search.sources.providers import provider_module
+    from smart_search.sources import registry
 
-        module = provider_module(source)
-    else:
-        from smart_search.sources.engines import engine_module
-
-        module = engine_module(source)
-    return unsupported_warning(source, module.filter_params(wanted)[1], wanted)
+    unsupported = registry.module(source).filter_params(wanted)[1]
+    return unsupported_warning(registry.label(source), unsupported, wanted)
 
 
 def first_mode(results: Any, source: str, filters: dict[str, Any] | None) -> tuple[Any, str | None]:

@@ -29,10 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from smart_search.budget import quota
 from smart_search.errors import (
     ALL_EXHAUSTED,
-    BRAVE_NOT_CONFIGURED,
     FINANCE_BLOCKED,
-    GEMINI_NOT_CONFIGURED,
-    PROVIDER_LABELS,
     WEB_FETCH_WARNING,
     AllExhausted,
     Cancelled,
@@ -46,6 +43,7 @@ from smart_search.errors import (
     Timeout,
     error_class,
 )
+from smart_search.sources import registry
 
 if TYPE_CHECKING:
     from smart_search.budget.breaker import Breaker
@@ -55,7 +53,6 @@ if TYPE_CHECKING:
     from smart_search.sources.engines import EngineCall
     from smart_search.sources.providers import ProviderCall
 
-NOT_CONFIGURED = {"gemini": GEMINI_NOT_CONFIGURED, "brave": BRAVE_NOT_CONFIGURED}
 
 
 class Backends(Protocol):
@@ -206,11 +203,14 @@ def record_attempt(
 
 
 def fit_api_queries(query: str, settings: Settings) -> tuple[dict[str, str], dict[str, Any]]:
-    """The query each API is sent, fitted once: Brave takes at most 400 characters, 50 words."""
-    from smart_search.sources.providers.brave import fit_query
-
-    fitted, warning = fit_query(query)
-    return {"gemini": query, "brave": fitted}, {"gemini": None, "brave": warning}
+    """The query each API is sent, fitted once by the source's own `fit_query` where it declares
+    one (Brave takes at most 400 characters, 50 words), and the warning when it was cut."""
+    queries: dict[str, str] = {}
+    warnings: dict[str, Any] = {}
+    for source in registry.sources("api"):
+        fit = source.fit_query
+        queries[source.name], warnings[source.name] = (query, None) if fit is None else fit(query)
+    return queries, warnings
 
 
 def run_tiers(tiers: list[Tier], run: Run) -> Outcome:
@@ -236,7 +236,7 @@ def run_tiers(tiers: list[Tier], run: Run) -> Outcome:
 def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | None]:
     provider = tier.provider
     if run.settings.api_keys.get(provider) is None:
-        missing = NotConfigured(NOT_CONFIGURED[provider])
+        missing = NotConfigured(registry.source(provider).not_configured or "")
         return record_attempt(tier, started, "skipped", missing), None
     try:
         run.breaker.admit(provider)
@@ -412,7 +412,7 @@ def _usable(results: Any) -> Any:
 
 def _nothing_usable(name: str, http_status: int | None) -> SearchError:
     return NoResults(
-        f"{PROVIDER_LABELS[name]} returned nothing usable after removing unsafe content.",
+        f"{registry.label(name)} returned nothing usable after removing unsafe content.",
         http_status=http_status,
     )
 

@@ -54,17 +54,15 @@ def utc_now(now: datetime | None) -> datetime:
     return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
 
 
-def unsupported_warning(source: str, unsupported: list[str], filters: dict[str, Any]) -> str | None:
-    """The `warning` sentence for filters `source` could not honour; None when there are none.
+def unsupported_warning(label: str, unsupported: list[str], filters: dict[str, Any]) -> str | None:
+    """The `warning` sentence for filters the source `label` names could not honour; None when
+    there are none.
 
     e.g. `DuckDuckGo could not apply these filters: language "de" (searched without them).`
     """
     if not unsupported:
         return None
-    from smart_search.errors import PROVIDER_LABELS
-
     wanted = normalise(filters)
     shown = ", ".join(f'{name} "{wanted.get(name)}"' for name in unsupported)
-    label = PROVIDER_LABELS.get(source, source)
     return f"{label} could not apply these filters: {shown} (searched without them)."
 

@@ -34,6 +34,7 @@ from smart_search import errors
 if TYPE_CHECKING:  # only for annotations: the HTTP stack loads when first used
     from smart_search.host.config import Settings
     from smart_search.sources.http import HttpRequest, HttpResponse
+    from smart_search.sources.source import Source
 
 # A current desktop Firefox on Windows. No Accept-Encoding: the HTTP layer advertises only the
 # codings it can decode (a "br" it cannot decode would turn every page into a parse_error).
@@ -141,13 +142,13 @@ def fetch_engine(
     except errors.SearchError as err:
         return ended(None, err, err.http_status)
     try:
-        classify_status(engine, response)
+        classify_status(module.SOURCE, response)
         return ended(module.parse(response.body), None, response.status)
     except errors.SearchError as err:
         return ended(None, err, err.http_status or response.status)
 
 
-def classify_status(engine: str, resp: HttpResponse) -> None:
+def classify_status(source: Source, resp: HttpResponse) -> None:
     """Raise the error a non-2xx answer means, before any parsing; return None for 2xx.
 
     429 and 403 are the engines' ways of refusing a client, and a redirect to /sorry/ or a
@@ -160,7 +161,7 @@ def classify_status(engine: str, resp: HttpResponse) -> None:
         return
     from smart_search.sources.http import retry_after_seconds
 
-    name = errors.source_label(engine)
+    engine, name = source.name, source.label
     if status == 429:
         raise errors.Blocked(
             f"{name} refused the request as too many (HTTP 429).",
@@ -186,7 +187,7 @@ def classify_status(engine: str, resp: HttpResponse) -> None:
             http_status=status,
         )
     if status >= 500:
-        if _shows_a_wall(engine, resp.body):
+        if _shows_a_wall(name, resp.body):
             raise errors.Blocked(
                 f"{name} served a CAPTCHA (unusual traffic) page with HTTP {status}.",
                 http_status=status,
@@ -198,12 +199,12 @@ def classify_status(engine: str, resp: HttpResponse) -> None:
     )
 
 
-def _shows_a_wall(engine: str, body: bytes) -> bool:
+def _shows_a_wall(label: str, body: bytes) -> bool:
     """Whether a 5xx page shows a CAPTCHA or challenge (text, links, ids), not in its code."""
     from smart_search.sources.engines.html import Page, parse_html
 
     try:
-        page = Page(parse_html(body, engine))
+        page = Page(parse_html(body, label))
     except errors.ParseError:
         return False  # empty or not HTML: a plain server error
     return page.says(*_WALL_PHRASES) or page.links_to(*_WALL_LINKS) or page.named(*_WALL_NAMES)

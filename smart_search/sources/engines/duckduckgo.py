@@ -61,7 +61,7 @@ def build_request(
 def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a DuckDuckGo /html/ page, or Blocked / NoResults / ParseError."""
     return classify_page(
-        NAME, body, wall=_wall, results=_results, no_results=_no_results, walls=_WALLS
+        SOURCE.label, body, wall=_wall, results=_results, no_results=_no_results, walls=_WALLS
     )
 
 

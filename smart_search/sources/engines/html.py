@@ -93,7 +93,7 @@ Check = Callable[[Page], bool]
 
 
 def classify_page(
-    engine: str,
+    label: str,
     body: bytes,
     *,
     wall: Callable[[HtmlElement], str | None],
@@ -113,10 +113,10 @@ def classify_page(
        its signs in what the page shows is `Blocked` (a snippet may quote them, hence after 2);
     5. anything else is `ParseError`. Never success with junk.
     """
-    root = parse_html(body, engine)
+    root = parse_html(body, label)
     found_wall = wall(root)
     found = results(root)
-    name = errors.source_label(engine)
+    name = label  # "Google": how messages name the engine
     if found_wall is not None:
         raise errors.Blocked(f"{name} {found_wall}")
     if found:
@@ -133,14 +133,14 @@ def classify_page(
 # --- reading a page ---------------------------------------------------------------------------
 
 
-def parse_html(body: bytes, engine: str) -> HtmlElement:
+def parse_html(body: bytes, label: str) -> HtmlElement:
     """`body` as an lxml HTML tree; ParseError for an empty or unreadable page.
 
     libxml2 guesses ISO-8859-1 when a page does not declare its charset, so the encoding is
     settled here: UTF-8 when the bytes are valid UTF-8 (every engine today), else the
     declared charset, else Windows-1252.
     """
-    name = errors.source_label(engine)
+    name = label
     if not body or not body.strip():
         raise errors.ParseError(f"{name} returned an empty page.")
     from lxml import etree, html

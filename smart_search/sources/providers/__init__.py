@@ -1,4 +1,5 @@
-"""The two search APIs (Gemini, Brave) behind one call: build, send, parse, retry.
+"""The search APIs behind one call: build, send, parse, retry. Each provider is one module
+here that declares its `SOURCE` (sources/registry.py collects them).
 
 Each provider module only builds an `HttpRequest` and parses an `HttpResponse` into an `Answer`
 or one of our `errors` classes; `call_provider` does the I/O through `http.send` under
@@ -104,14 +105,10 @@ def call_provider(
 
 
 def provider_module(name: str) -> ModuleType:
-    """The module of API provider `name`; InternalError for a name that is none."""
-    # Imported on demand: the provider modules import `Answer` from this package.
-    if name == "gemini":
-        from smart_search.sources.providers import gemini
+    """The module that declares API provider `name` (the registry's); InternalError for a name
+    that is none."""
+    from smart_search.sources import registry
 
-        return gemini
-    if name == "brave":
-        from smart_search.sources.providers import brave
-
-        return brave
-    raise errors.InternalError(f"Unknown provider: {name[:40]!r}")
+    if name not in registry.api_names():
+        raise errors.InternalError(f"Unknown provider: {name[:40]!r}")
+    return registry.module(name)

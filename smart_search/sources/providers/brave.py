@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from smart_search.sources.http import HttpRequest, HttpResponse
 
 NAME = "brave"
+EMPTY = "Brave returned no results."
 PATH = "/res/v1/web/search"
 MAX_QUERY_CHARS = 400
 MAX_QUERY_WORDS = 50
@@ -116,26 +117,26 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
     """`[{title, url, snippet}]` in plain text, or the `errors` class the response stands for."""
     if not 200 <= resp.status < 300:
         raise classify_error(resp)
-    data = json_object(NAME, resp)
+    data = json_object(SOURCE.label, resp)
     web = data.get("web")
     if web is None:
         # A search with no web hits omits `web` entirely (see brave-empty.json).
         if data.get("type") == "search" or "query" in data:
-            raise errors.NoResults(errors.BRAVE_EMPTY, http_status=resp.status)
-        raise shape_error(NAME, resp)
+            raise errors.NoResults(EMPTY, http_status=resp.status)
+        raise shape_error(SOURCE.label, resp)
     raw_results = web.get("results", []) if isinstance(web, dict) else None
     if not isinstance(raw_results, list):
-        raise shape_error(NAME, resp)
+        raise shape_error(SOURCE.label, resp)
     results = [r for r in (_result(item) for item in raw_results) if r is not None]
     if not results:
-        raise errors.NoResults(errors.BRAVE_EMPTY, http_status=resp.status)
+        raise errors.NoResults(EMPTY, http_status=resp.status)
     return Answer(results=results)
 
 
 def classify_error(resp: HttpResponse) -> errors.SearchError:
     """The error for a non-2xx status; the body and headers only refine a 429."""
     status = resp.status
-    message = errors.api_error(NAME, status)
+    message = errors.api_error(SOURCE.label, status)
     if status == 429:
         if "QUOTA_LIMITED" in _error_codes(resp.body) or _quota_window_spent(resp.headers):
             return errors.QuotaExhausted(message, http_status=status)
@@ -146,7 +147,7 @@ def classify_error(resp: HttpResponse) -> errors.SearchError:
             wait = retry_after_seconds(resp.headers)
         return errors.RateLimited(message, http_status=status, retry_after=wait)
     # 422 SUBSCRIPTION_TOKEN_INVALID, 401, 403 and 400 are refusals (auth_failed).
-    return status_error(NAME, resp)
+    return status_error(SOURCE.label, resp)
 
 
 def plain_text(value: object) -> str:

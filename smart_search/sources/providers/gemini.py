@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from smart_search.sources.http import HttpRequest, HttpResponse
 
 NAME = "gemini"
+EMPTY = "Gemini returned an empty response."
 PATH = "/v1beta/models/{model}:generateContent"
 # Gemini 2.x (and 1.x) bill per grounded prompt; Gemini 3 and later per search query it runs.
 _PER_PROMPT_MODEL = re.compile(r"gemini-(1|2)(\.|-)")
@@ -98,24 +99,24 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
     """The answer text and its citations, or the `errors` class the response stands for."""
     if not 200 <= resp.status < 300:
         raise classify_error(resp, settings)
-    data = json_object(NAME, resp)
+    data = json_object(SOURCE.label, resp)
     candidates = data.get("candidates")
     if candidates is None:
         if "promptFeedback" in data or "usageMetadata" in data:
             # No candidates at all: the prompt was blocked or nothing was generated.
-            raise errors.NoResults(errors.GEMINI_EMPTY, http_status=resp.status)
-        raise shape_error(NAME, resp)
+            raise errors.NoResults(EMPTY, http_status=resp.status)
+        raise shape_error(SOURCE.label, resp)
     if not isinstance(candidates, list):
-        raise shape_error(NAME, resp)
+        raise shape_error(SOURCE.label, resp)
     if not candidates:
-        raise errors.NoResults(errors.GEMINI_EMPTY, http_status=resp.status)
+        raise errors.NoResults(EMPTY, http_status=resp.status)
     first = candidates[0]
     if not isinstance(first, dict):
-        raise shape_error(NAME, resp)
+        raise shape_error(SOURCE.label, resp)
     text = _answer_text(first, resp).strip()
     if not text:
         # SAFETY, RECITATION, MAX_TOKENS spent on thinking...: nothing usable came back.
-        raise errors.NoResults(errors.GEMINI_EMPTY, http_status=resp.status)
+        raise errors.NoResults(EMPTY, http_status=resp.status)
     # Any end but STOP (MAX_TOKENS, SAFETY mid-answer...) left a partial answer: shown, not cached.
     finish = first.get("finishReason")
     complete = finish in (None, "STOP", "FINISH_REASON_UNSPECIFIED")
@@ -125,10 +126,10 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
 def classify_error(resp: HttpResponse, settings: Settings) -> errors.SearchError:
     """The error for a non-2xx status; decided by the status, the body only refines a 429."""
     status = resp.status
-    message = errors.api_error(NAME, status)
+    message = errors.api_error(SOURCE.label, status)
     if status == 404:
         return errors.ModelUnavailable(
-            errors.model_unavailable(settings.gemini_model), http_status=status
+            f"Gemini model {settings.gemini_model} is unavailable.", http_status=status
         )
     if status == 429:
         details, text = _error_details(resp.body)
@@ -145,7 +146,7 @@ def classify_error(resp: HttpResponse, settings: Settings) -> errors.SearchError
                 wait = retry_after_seconds(resp.headers)
         return errors.RateLimited(message, http_status=status, retry_after=wait)
     # 400 API_KEY_INVALID, 401 and 403 are refusals (auth_failed).
-    return status_error(NAME, resp)
+    return status_error(SOURCE.label, resp)
 
 
 def _answer_text(candidate: dict[str, Any], resp: HttpResponse) -> str:
@@ -153,10 +154,10 @@ def _answer_text(candidate: dict[str, Any], resp: HttpResponse) -> str:
     if content is None:
         return ""
     if not isinstance(content, dict):
-        raise shape_error(NAME, resp)
+        raise shape_error(SOURCE.label, resp)
     parts = content.get("parts", [])
     if not isinstance(parts, list):
-        raise shape_error(NAME, resp)
+        raise shape_error(SOURCE.label, resp)
     texts = []
     for part in parts:
         if not isinstance(part, dict) or part.get("thought") is True:

@@ -1,6 +1,6 @@
 """What every provider's parser shares: the `Answer` a provider found and the errors its
-answers can turn into. The provider modules import this, never their package, so the package
-(`call_provider`) can import them."""
+answers can turn into (each takes the `label` messages name the provider by). The provider
+modules import this, never their package, so the package (`call_provider`) can import them."""
 
 from __future__ import annotations
 
@@ -22,36 +22,36 @@ class Answer(NamedTuple):
     complete: bool = True  # False: cut short (Gemini's MAX_TOKENS): usable, never cached
 
 
-def json_object(provider: str, response: HttpResponse) -> dict[str, Any]:
+def json_object(label: str, response: HttpResponse) -> dict[str, Any]:
     """The body of a 2xx answer as a JSON object, or `parse_error` saying what it was instead."""
     try:
         data = orjson.loads(response.body)
     except orjson.JSONDecodeError:
         raise errors.ParseError(
-            f"{errors.PROVIDER_LABELS[provider]} returned a response that is not JSON.",
+            f"{label} returned a response that is not JSON.",
             http_status=response.status,
         ) from None
     if not isinstance(data, dict):
-        raise shape_error(provider, response)
+        raise shape_error(label, response)
     return data
 
 
-def shape_error(provider: str, response: HttpResponse) -> errors.ParseError:
+def shape_error(label: str, response: HttpResponse) -> errors.ParseError:
     """JSON that parsed but is not the shape the provider documents."""
     return errors.ParseError(
-        f"{errors.PROVIDER_LABELS[provider]} returned JSON in an unexpected shape.",
+        f"{label} returned JSON in an unexpected shape.",
         http_status=response.status,
     )
 
 
-def status_error(provider: str, response: HttpResponse) -> errors.SearchError:
+def status_error(label: str, response: HttpResponse) -> errors.SearchError:
     """What an error status means once nothing provider-specific applies (RULINGS 5): 408 a
     timeout, 503 overloaded, other 5xx a server error (all with any `Retry-After`), any other
     4xx a refusal of the key or the request, anything else an answer we cannot read."""
     from smart_search.sources.http import retry_after_seconds
 
     status = response.status
-    message = errors.api_error(provider, status)
+    message = errors.api_error(label, status)
     if status == 408:
         return errors.Timeout(message, http_status=status)
     wait = retry_after_seconds(response.headers)
@@ -62,7 +62,6 @@ def status_error(provider: str, response: HttpResponse) -> errors.SearchError:
     if 400 <= status < 500:
         return errors.AuthFailed(message, http_status=status)
     # 1xx/3xx: redirects are not followed for API calls; this is not an answer we can read.
-    label = errors.PROVIDER_LABELS[provider]
     return errors.ParseError(
         f"{label} answered with unexpected status {status}.", http_status=status
     )
