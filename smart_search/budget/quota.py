@@ -50,6 +50,7 @@ from typing import Any, NamedTuple
 
 from smart_search.errors import QuotaExhausted, UnknownAgent
 from smart_search.host.config import PROVIDERS
+from smart_search.sources import registry
 
 FORMAT = "smart-search/quota@2"
 FORMAT_PREFIX = "smart-search/quota@"
@@ -61,7 +62,6 @@ SOURCE_NAMES = {
     "pool": "shared_pool",
     "direct": "provider_direct",
 }
-LABELS = {"gemini": "Gemini", "brave": "Brave"}
 
 Document = dict[str, Any]
 
@@ -344,7 +344,7 @@ def pick_source(
 
 def exhausted_message(doc: Document, c: Ceilings, provider: str, now: float | None) -> str:
     """Why `provider` has no unit: the provider's own word, a window, or our sources."""
-    label = LABELS[provider]
+    label = registry.label(provider)
     window = doc["windows"][provider]
     if exhausted(doc, provider, now):
         from datetime import UTC, datetime

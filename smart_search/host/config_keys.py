@@ -38,7 +38,7 @@ UNIT_CHOICES = {s.name: s.units for s in _APIS}
 # No count or limit anywhere (config or ledger) may exceed this: 1e30 is a typo, not a budget.
 MAX_COUNT = 10**9
 # The predecessor skill's allocation for an agent that is not in config.
-DEFAULT_ALLOCATION = {"gemini": 5, "brave": 0}
+DEFAULT_ALLOCATION = {s.name: s.default_allocation for s in _APIS}
 # Every duration is at most an hour: larger ones are typos, and 1e13 ms overflows the clock.
 MAX_MS = 3_600_000
 # The spec's layout (`skills.smart-search`) keeps its env block inside the section: not a typo.

@@ -4,10 +4,11 @@ The same question is paid for once. Each tier that would spend something (an API
 request) first looks up ITS key; a hit ends the walk with `cached: true` and spends nothing.
 
 Key (`tier_key`): the normalised query actually sent (Unicode NFKC, case-folded, whitespace
-collapsed; Brave's fitted query, never the uncut one), the tier that would answer (gemini, brave,
-google, bing, duckduckgo), that tier's request settings (`REQUEST_SETTINGS`: model, result count,
-endpoint, and the search filters when any is set) and the finance rule (whether the query is a
-finance query, which also picks the TTL and blocks Strategy A's web tier). Two agents with the
+collapsed; Brave's fitted query, never the uncut one), the tier that would answer (a source's
+name), that tier's request settings (`request_settings`: what the source declares changes its
+answer, a model or a result count; its endpoint; and the search filters when any is set) and
+the finance rule (whether the query is a finance query, which also picks the TTL and blocks
+Strategy A's web tier). Two agents with the
 same query and route share an entry; a different route never does.
 
 Stored: only a tier's successful, sanitized answer (tiers sanitize as each tier answers), before
@@ -57,20 +58,16 @@ def normalize(query: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", query).casefold().split())
 
 
-def _gemini_settings(settings: Settings) -> dict[str, Any]:
-    return {"model": settings.gemini_model}
+def request_settings(name: str, settings: Settings) -> dict[str, Any]:
+    """The settings that change what source `name` answers, as it declares them (its
+    `SOURCE.request_settings`: a model, a result count); the endpoint always counts too."""
+    from smart_search.sources import registry
 
-
-def _brave_settings(settings: Settings) -> dict[str, Any]:
-    return {"count": settings.brave_count}
-
-
-# The request settings that change a tier's answer, by tier name (the endpoint always counts).
-# A future filter (freshness, country, safesearch) adds its setting here, and the key follows.
-REQUEST_SETTINGS: dict[str, Callable[[Settings], dict[str, Any]]] = {
-    "gemini": _gemini_settings,
-    "brave": _brave_settings,
-}
+    try:
+        fields = registry.source(name).request_settings
+    except KeyError:
+        return {}
+    return {field: getattr(settings, field) for field in fields}
 
 
 def tier_key(tier: Tier, run: Run) -> str:
@@ -79,7 +76,7 @@ def tier_key(tier: Tier, run: Run) -> str:
 
     name = tier.engine or tier.provider
     sent = run.query if tier.engine else run.api_query[tier.provider]
-    request = dict(REQUEST_SETTINGS.get(name, lambda s: {})(run.settings))
+    request = request_settings(name, run.settings)
     request["endpoint"] = run.settings.endpoints.get(name)
     filters = getattr(run, "filters", None)
     if filters:

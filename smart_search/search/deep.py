@@ -27,8 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 from smart_search.errors import QuotaExhausted, Timeout
-from smart_search.host.config import GENERAL_AGENT
-from smart_search.search.planner import OPPOSITE, Tier, is_finance
+from smart_search.host.config import ENGINES, GENERAL_AGENT
+from smart_search.search.planner import Tier, is_finance, other_providers
 from smart_search.search.tiers import (
     Attempt,
     Outcome,
@@ -42,15 +42,15 @@ from smart_search.sources import registry
 
 
 def legs(agent_id: str, query: str, run: Run, routed: str) -> list[Tier]:
-    """The three legs, numbered as their attempts are: routed API, opposite API, web engine."""
+    """The legs, numbered as their attempts are: the routed API, the other APIs, one web engine
+    (the first engine for the chat agent, whose strategy starts on the web; else the fallback)."""
     general = agent_id == GENERAL_AGENT
-    engine = "google" if general else "duckduckgo"
+    engine = ENGINES[0] if general else ENGINES[-1]
     blocked = not general and is_finance(query, run.settings)
-    return [
-        Tier(1, routed),
-        Tier(2, OPPOSITE[routed]),
-        Tier(3, "web_fetch", engine, finance_blocked=blocked),
-    ]
+    apis = [routed, *other_providers(routed)]
+    tiers = [Tier(n, p) for n, p in enumerate(apis, 1)]
+    tiers.append(Tier(len(tiers) + 1, "web_fetch", engine, finance_blocked=blocked))
+    return tiers
 
 
 def budget(tiers: list[Tier], run: Run) -> tuple[dict[int, int], dict[int, QuotaExhausted]]:
@@ -167,8 +167,8 @@ def _merged(
     warnings: list[str] = [budget_warning(run, tiers, shares)]
     for tier, found in answered.values():
         source = tier.engine or tier.provider
-        # Gemini's leg is its citations (its answer text is kept whole, apart).
-        lists[source] = found.citations if source == "gemini" else found.results
+        # An answer-text leg (Gemini's) is its citations; its text is kept whole, apart.
+        lists[source] = found.citations if isinstance(found.results, str) else found.results
         if found.warning and found.warning not in warnings:
             warnings.append(found.warning)
         unsupported = source_warning(source, run.filters)
@@ -180,18 +180,18 @@ def _merged(
         extra_tracking=run.settings.tracking_params,
         limit=run.filters.get("count"),
     )
-    gemini = next((found for tier, found in answered.values() if tier.provider == "gemini"), None)
+    text = next((found for _, found in answered.values() if isinstance(found.results, str)), None)
     if not results:
-        # Only Gemini answered and cited nothing usable: its answer is the result, as in first
-        # mode (it is in `answer` too).
-        assert gemini is not None
-        results = gemini.results
+        # Only an answer-text leg answered and cited nothing usable: its answer is the result,
+        # as in first mode (it is in `answer` too).
+        assert text is not None
+        results = text.results
     # The routed leg speaks for the call when it answered, else the first leg that did.
     lead = (answered.get(tiers[0].number) or next(iter(answered.values())))[1]
     return Outcome(
         attempts=attempts,
         results=results,
-        citations=gemini.citations if gemini is not None else [],
+        citations=text.citations if text is not None else [],
         provider_used=lead.provider_used,
         engine=lead.engine,
         quota_source=lead.quota_source,
@@ -202,7 +202,7 @@ def _merged(
 
 def _answer_text(answered: dict[int, tuple[Tier, Outcome]]) -> str | None:
     for tier, found in answered.values():
-        if tier.provider == "gemini" and isinstance(found.results, str):
+        if tier.is_api and isinstance(found.results, str):
             return found.results
     return None
 

@@ -15,16 +15,15 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from smart_search.host.config import GENERAL_AGENT, Settings
-
-OPPOSITE = {"gemini": "brave", "brave": "gemini"}
+from smart_search.host.config import ENGINES, GENERAL_AGENT, PROVIDERS, Settings
+from smart_search.sources import registry
 
 
 class Tier(NamedTuple):
     """One step of a plan: an API provider, or a web_fetch engine."""
 
     number: int
-    provider: str  # "gemini" | "brave" | "web_fetch"
+    provider: str  # an API provider's name, or "web_fetch"
     engine: str | None = None  # set for web_fetch tiers
     finance_blocked: bool = False
 
@@ -60,12 +59,19 @@ def is_finance(query: str, settings: Settings) -> bool:
 
 
 def route(query: str, settings: Settings) -> str:
-    """The provider a query's keywords route to; finance beats Brave keywords."""
-    if is_finance(query, settings):
-        return "gemini"
-    if matches_any(query, settings.brave_keywords):
-        return "brave"
+    """The provider a query's keywords route to: the first API, in the sources' order, whose
+    routing keywords it matches (finance's API comes first, so finance beats the rest), else
+    `default_provider`."""
+    for source in registry.sources("api"):
+        field = source.route_keywords
+        if field is not None and matches_any(query, getattr(settings, field)):
+            return source.name
     return settings.default_provider
+
+
+def other_providers(routed: str) -> list[str]:
+    """The API providers after the routed one, in the sources' order (spec: "the opposite")."""
+    return [p for p in PROVIDERS if p != routed]
 
 
 def routed_provider(query: str, settings: Settings, force_provider: str | None) -> str:
@@ -75,18 +81,18 @@ def routed_provider(query: str, settings: Settings, force_provider: str | None) 
 
 def plan(agent_id: str, query: str, settings: Settings, routed: str) -> list[Tier]:
     """The tiers to try, in order, for a query already routed to `routed`."""
-    if agent_id == GENERAL_AGENT:
-        return [
-            Tier(1, "web_fetch", "google"),
-            Tier(2, "web_fetch", "bing"),
-            Tier(3, routed),
-            Tier(4, "web_fetch", "duckduckgo"),
-        ]
-    return [
-        Tier(1, routed),
-        Tier(2, OPPOSITE[routed]),
-        Tier(3, "web_fetch", "duckduckgo", finance_blocked=is_finance(query, settings)),
-    ]
+    # The web engines in their declared order; the last (DuckDuckGo's keyless HTML page) is the
+    # fallback of both strategies, since the others refuse plain HTTP clients more often.
+    *first_engines, last_engine = ENGINES
+    if agent_id == GENERAL_AGENT:  # Strategy B: the web first, the routed API before the last
+        steps = [("web_fetch", e) for e in first_engines] + [(routed, None)]
+        steps.append(("web_fetch", last_engine))
+        return [Tier(n, p, e) for n, (p, e) in enumerate(steps, 1)]
+    apis = [routed, *other_providers(routed)]  # Strategy A: every API, then the fallback
+    tiers = [Tier(n, p) for n, p in enumerate(apis, 1)]
+    blocked = is_finance(query, settings)
+    tiers.append(Tier(len(tiers) + 1, "web_fetch", last_engine, finance_blocked=blocked))
+    return tiers
 
 
 def fold_whitespace(query: str) -> str:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from smart_search.budget.ledger import Ledger
 from smart_search.errors import SearchError, UnknownAgent, unknown_agent
 from smart_search.host.config import Settings
+from smart_search.sources import registry
 
 if TYPE_CHECKING:
     from smart_search.search.tiers import Outcome, Run
@@ -268,7 +269,7 @@ def completion_message(released: dict[str, int]) -> str:
     """Spec 3: "Agent marked complete. 7 Gemini calls released to shared pool." """
     parts = [
         f"{n} {label} call{'s' if n != 1 else ''}"
-        for n, label in ((released["gemini"], "Gemini"), (released["brave"], "Brave"))
+        for n, label in ((released[p], registry.label(p)) for p in released)
         if n
     ]
     if not parts:

@@ -29,5 +29,10 @@ class Source(NamedTuple):
     default_unit: Callable[[dict[str, Any]], str] | None = None
     # Settings fields that change what it answers (they go into the result cache's key).
     request_settings: tuple[str, ...] = ()
+    # The Settings field of the keywords that route a query to this API (finance beats the rest:
+    # sources are tried in their order). None: reached by default_provider or the fallback.
+    route_keywords: str | None = None
+    # An unconfigured agent's allocation of this API (the predecessor skill's: Gemini 5).
+    default_allocation: int = 0
     # The query as this API takes it, and a warning when it had to be cut (None: as asked).
     fit_query: Callable[[str], tuple[str, str | None]] | None = None

@@ -87,6 +87,7 @@ SOURCE = Source(
     monthly_limit=1000,
     reset_timezone="UTC",
     request_settings=("brave_count",),
+    route_keywords="brave_keywords",
     fit_query=fit_query,
 )
 

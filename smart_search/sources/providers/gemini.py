@@ -61,6 +61,8 @@ SOURCE = Source(
     reset_timezone="America/Los_Angeles",
     default_unit=default_unit,
     request_settings=("gemini_model",),
+    route_keywords="finance_keywords",
+    default_allocation=5,
 )
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
