@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 USAGE = """usage: smart-search < call.json
-       smart-search search QUERY --agent-id ID [--provider gemini|brave] [--fresh]
+       smart-search search QUERY --agent-id ID [--provider {providers}] [--fresh]
                     [--mode first|deep] [--count N] [--freshness day|week|month|year]
                     [--country CC] [--language LL]
        smart-search quota [--agent-id ID]
@@ -25,6 +25,13 @@ Reads ONE JSON object {"tool": "<name>", "args": {...}} from stdin and prints ON
 Tools: smart_search, search_quota_status, search_mark_agent_complete.
 Options: --help, --version
 """
+
+def usage() -> str:
+    """USAGE with the registered API providers filled in."""
+    from smart_search.host.config import PROVIDERS
+
+    return USAGE.replace("{providers}", "|".join(PROVIDERS))
+
 
 # subcommand -> "module:function" inside this package; the function takes the remaining argv.
 SUBCOMMANDS = {
@@ -49,14 +56,14 @@ def main(argv: list[str] | None = None) -> int:
         return int(run(args[1:]))
     if args:
         if args in (["--help"], ["-h"]):
-            sys.stdout.write(USAGE)
+            sys.stdout.write(usage())
             return 0
         if args == ["--version"]:
             from smart_search import __version__
 
             sys.stdout.write(f"smart-search {__version__}\n")
             return 0
-        sys.stderr.write(f"smart-search: unknown arguments {' '.join(args)!r}\n{USAGE}")
+        sys.stderr.write(f"smart-search: unknown arguments {' '.join(args)!r}\n{usage()}")
         return 2
     # This process never runs an event loop: keep httpcore from importing its optional async
     # backends (trio ~80 ms when installed, anyio a few ms). Library users are not affected.

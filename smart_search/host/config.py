@@ -27,10 +27,8 @@ from smart_search.host.config_entry import (
     substitute_variables,
 )
 from smart_search.host.config_entry import configured_key_values as configured_key_values
-from smart_search.host.config_keys import DEFAULT_GEMINI_MODEL as DEFAULT_GEMINI_MODEL
-from smart_search.host.config_keys import DEFAULT_MONTHLY_LIMITS as DEFAULT_MONTHLY_LIMITS
-from smart_search.host.config_keys import DEFAULT_RESET_TIMEZONES as DEFAULT_RESET_TIMEZONES
 from smart_search.host.config_keys import (
+    DEFAULT_ALLOCATION,
     MAX_COUNT,
     TOP_LEVEL,
     ConfigKey,
@@ -38,6 +36,9 @@ from smart_search.host.config_keys import (
     unknown_key_warning,
     unknown_keys,
 )
+from smart_search.host.config_keys import DEFAULT_GEMINI_MODEL as DEFAULT_GEMINI_MODEL
+from smart_search.host.config_keys import DEFAULT_MONTHLY_LIMITS as DEFAULT_MONTHLY_LIMITS
+from smart_search.host.config_keys import DEFAULT_RESET_TIMEZONES as DEFAULT_RESET_TIMEZONES
 from smart_search.sources import registry
 from smart_search.text.urls import is_allowed_base_url as is_allowed_base_url
 from smart_search.text.urls import is_loopback_host as is_loopback_host
@@ -45,6 +46,8 @@ from smart_search.text.urls import is_loopback_host as is_loopback_host
 # The sources, as the registry declares them (sources/registry.py): search APIs, web engines.
 PROVIDERS = registry.api_names()
 ENGINES = registry.web_names()
+# What an allocation looks like, for messages: {"gemini": 5, "brave": 0}.
+_ALLOCATION_EXAMPLE = "{" + ", ".join(f'"{p}": {n}' for p, n in DEFAULT_ALLOCATION.items()) + "}"
 # The chat agent of Strategy B (spec 4), always known, also under strict_agents.
 GENERAL_AGENT = "general"
 
@@ -271,7 +274,7 @@ def _allocations(value: Any, name: str, key: ConfigKey) -> dict[str, dict[str, i
 def _allocation(entry: Any, name: str, key: ConfigKey | None = None) -> dict[str, int]:
     if not isinstance(entry, dict):
         raise ConfigError(
-            f'Config key "{name}" must be an object like {{"gemini": 5, "brave": 0}}.'
+            f'Config key "{name}" must be an object like {_ALLOCATION_EXAMPLE}.'
         )
     for provider in entry:
         if provider not in PROVIDERS:

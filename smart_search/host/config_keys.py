@@ -39,6 +39,7 @@ UNIT_CHOICES = {s.name: s.units for s in _APIS}
 MAX_COUNT = 10**9
 # The predecessor skill's allocation for an agent that is not in config.
 DEFAULT_ALLOCATION = {s.name: s.default_allocation for s in _APIS}
+DEFAULT_PROVIDER = next((s.name for s in _APIS if s.default_route), _APIS[0].name)
 # Every duration is at most an hour: larger ones are typos, and 1e13 ms overflows the clock.
 MAX_MS = 3_600_000
 # The spec's layout (`skills.smart-search`) keeps its env block inside the section: not a typo.
@@ -76,7 +77,9 @@ KEYS: tuple[ConfigKey, ...] = (
         "Gemini model (the spec's gemini-2.0-flash is shut down; this alias follows Google's "
         "current flash)",
     ),
-    ConfigKey("default_provider", "provider", "brave", "provider when no routing keyword matches"),
+    ConfigKey(
+        "default_provider", "provider", DEFAULT_PROVIDER, "provider when no routing keyword matches"
+    ),
     ConfigKey(
         "strict_agents", "bool", False,
         "reject agent ids not in agent_allocations (general is always allowed)",
@@ -142,7 +145,9 @@ KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey(
         "agent_allocations", "allocations", {},
-        'per-agent daily allocation, `{"<agent id>": {"gemini": n, "brave": n}}`',
+        "per-agent daily allocation, `{\"<agent id>\": {"
+        + ", ".join(f'"{n}": n' for n in registry.api_names())
+        + "}}`",
     ),
     ConfigKey(
         "default_allocation", "allocation", DEFAULT_ALLOCATION,
@@ -329,7 +334,7 @@ def markdown() -> str:
         '`skills.entries["smart-search"].config`. `${VAR}` in any string is replaced from the',
         "environment (`$${VAR}` stays literal). A wrong value is a `config_error` naming the key;",
         "an unknown key is ignored with a `warning` naming the nearest known key. `<p>` stands for",
-        "each provider (`gemini`, `brave`).",
+        "each provider (" + ", ".join(f"`{n}`" for n in registry.api_names()) + ").",
         "",
         "| key | type | default | allowed | what it does |",
         "|---|---|---|---|---|",

@@ -25,7 +25,7 @@ SKIP_REASONS = ("truncated", "oversized", "not_json", "foreign", "malformed", "u
 # Every log version this release writes or wrote, from 1 (no `log_version`) to the line schema's
 # (schemas/search-log.json says what each added).
 LOG_VERSIONS = tuple(range(1, log_version() + 1))
-_TIER_OF_PROVIDER = {"gemini": "gemini", "brave": "brave", "cache": "cache"}
+_TIER_OF_PROVIDER = {**{p: p for p in PROVIDERS}, "cache": "cache"}
 _SOURCE_INDEX = {s: i for i, s in enumerate(SOURCES)}
 _OUTCOME_INDEX = {o: i for i, o in enumerate(OUTCOMES)}
 
@@ -257,7 +257,7 @@ def _attempt_charges(
         if "units" in att:
             attempt_units = True
             units = att["units"]
-            if type(units) is int and units > 0 and (p == "gemini" or p == "brave"):
+            if type(units) is int and units > 0 and p in PROVIDERS:
                 charges.append((p, att.get("quota_source") or quota_source, units))
         if bucket is not None:
             _count_attempt(bucket, att, p)
@@ -295,7 +295,7 @@ def _line_charges(
 ) -> list[tuple[str, Any, int]]:
     """The line's own charge when no attempt carried units: its `units`, else (version 1) one
     unit for an API answer that a quota source paid."""
-    if not (provider == "gemini" or provider == "brave"):
+    if provider not in PROVIDERS:
         return []
     if type(units) is not int or units < 0:
         api_source = quota_source is not None and quota_source != "none"

@@ -15,7 +15,7 @@ from smart_search.report.window import days_between
 from smart_search.text.stamps import utc_stamp
 
 REPORT_VERSION = 1
-TIER_ORDER = ("cache", "gemini", "brave", "google", "bing", "duckduckgo", "web_fetch")
+TIER_ORDER = ("cache", *PROVIDERS, *ENGINES, "web_fetch")
 
 
 def document(agg: Aggregator, files: FileStats, days_with_logs: set[str]) -> dict[str, Any]:

@@ -11,9 +11,10 @@ from smart_search.host.config import PROVIDERS
 from smart_search.report.aggregate import OUTCOMES
 from smart_search.report.tables import label_of
 
+# A colour-blind-safe palette (Okabe-Ito); each API provider takes the next in its order.
+_PROVIDER_PALETTE = ("#0072b2", "#e69f00", "#56b4e9", "#cc79a7", "#f0e442", "#000000")
 COLORS = {
-    "gemini": "#0072b2",
-    "brave": "#e69f00",
+    **{p: _PROVIDER_PALETTE[i % len(_PROVIDER_PALETTE)] for i, p in enumerate(PROVIDERS)},
     "success": "#009e73",
     "failed": "#d55e00",
     "skipped": "#9a9a9a",

@@ -3,7 +3,7 @@
 OpenClaw's exec allowlist asks a human about any command with a heredoc (`<<`), so a scheduled
 agent under an allowlist cannot pipe JSON. These map one to one onto the stdin contract:
 
-    smart-search search QUERY --agent-id ID [--provider gemini|brave]  -> smart_search
+    smart-search search QUERY --agent-id ID [--provider P]  -> smart_search
     smart-search quota [--agent-id ID]                 -> search_quota_status
     smart-search complete --agent-id ID                -> search_mark_agent_complete
 
@@ -18,9 +18,11 @@ import argparse
 import sys
 from typing import Any
 
+from smart_search.host.config import PROVIDERS
+
 USAGES = {
     "search": (
-        "smart-search search QUERY --agent-id ID [--provider gemini|brave] [--fresh]"
+        f"smart-search search QUERY --agent-id ID [--provider {'|'.join(PROVIDERS)}] [--fresh]"
         " [--mode first|deep] [--count N] [--freshness day|week|month|year] [--country CC]"
         " [--language LL]"
     ),

@@ -32,6 +32,12 @@ class Source(NamedTuple):
     # The Settings field of the keywords that route a query to this API (finance beats the rest:
     # sources are tried in their order). None: reached by default_provider or the fallback.
     route_keywords: str | None = None
+    # How a sentence names what it does ("Gemini grounded search"; default: the label), and
+    # whether it answers with text (and its sources as citations) rather than a result list.
+    described: str = ""
+    answers_with_text: bool = False
+    # Whether a query no routing keyword matches goes here by default (`default_provider`).
+    default_route: bool = False
     # An unconfigured agent's allocation of this API (the predecessor skill's: Gemini 5).
     default_allocation: int = 0
     # The query as this API takes it, and a warning when it had to be cut (None: as asked).

@@ -88,6 +88,8 @@ SOURCE = Source(
     reset_timezone="UTC",
     request_settings=("brave_count",),
     route_keywords="brave_keywords",
+    described="the Brave Search API",
+    default_route=True,  # spec 8: default_provider "brave"
     fit_query=fit_query,
 )
 

@@ -62,6 +62,8 @@ SOURCE = Source(
     default_unit=default_unit,
     request_settings=("gemini_model",),
     route_keywords="finance_keywords",
+    described="Gemini grounded search",
+    answers_with_text=True,
     default_allocation=5,
 )
 
