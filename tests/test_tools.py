@@ -127,3 +127,22 @@ def test_success_and_failure_share_one_result_shape(keyed: Env) -> None:
     lost = search(keyed, FakeBackends(brave=errors.Timeout("t"), **walls), "z", "general")
     assert list(found) == list(lost) == keys
     assert found["error"] is None and lost["error_code"] is not None
+
+
+def test_one_clock_carried_by_the_run(env: Env) -> None:
+    """The clock a caller injects dates everything the run touches: the ledger's windows, the
+    cache entry, the breaker and the log line (issue 19: one injectable clock)."""
+    from calendar import timegm
+
+    env.write_config({"cache": {"enabled": True}})
+    moment = float(timegm((2031, 3, 14, 15, 9, 26, 0, 0, 0)))  # far from today's real date
+    backends = FakeBackends(google=[{"title": "t", "url": "https://pi.example/", "snippet": "s"}])
+    r = env.call("smart_search", {"query": "pi day facts", "agent_id": "general"},
+                 backends=backends, clock=lambda: moment)  # fmt: skip
+    assert r["provider_used"] == "web_fetch" and r["error"] is None
+    log = env.state_dir / "logs" / "search-2031-03-14.jsonl"
+    line = json.loads(log.read_text().splitlines()[-1])
+    assert line["timestamp"] == "2031-03-14T15:09:26.000Z"
+    again = env.call("smart_search", {"query": "pi day facts", "agent_id": "general"},
+                     backends=FakeBackends(), clock=lambda: moment + 5)  # fmt: skip
+    assert again["cached"] is True and again["cached_at"] == "2031-03-14T15:09:26Z"

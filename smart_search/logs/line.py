@@ -75,9 +75,10 @@ def log_search(
     mode: str,
     started: float,
     units_saved: int = 0,
+    now: float | None = None,
 ) -> None:
-    """Append the line of one finished call (`started`: its time.monotonic() start) to the log of
-    the ledger's `day`."""
+    """Append the line of one finished call (`started`: its time.monotonic() start; `now`: the
+    run's clock, Unix time, for the timestamp) to the log of the ledger's `day`."""
     from smart_search.logs.files import append_search_log
     from smart_search.text.scrub import settings_secrets
 
@@ -89,6 +90,7 @@ def log_search(
         mode=mode,
         latency_ms=round((time.monotonic() - started) * 1000, 1),
         units_saved=units_saved,
+        now=now,
     )
     append_search_log(
         settings.state_dir,

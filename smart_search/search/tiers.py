@@ -134,6 +134,8 @@ class Run(NamedTuple):
     cache: Any = None  # cache.Flight: each tier looks up its key first (None: no cache)
     # Search filters (filters.normalise): passed to each source only when some are set.
     filters: dict[str, Any] = {}  # never mutated
+    # Unix time for the whole run: the ledger, breaker, pacing and cache above read this one.
+    clock: Callable[[], float] = time.time
 
 
 class Attempt(NamedTuple):

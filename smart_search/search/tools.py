@@ -6,6 +6,7 @@ The runner (CLI) and a future MCP server are thin shells over `call_tool`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from smart_search.budget.ledger import Ledger
@@ -64,8 +65,14 @@ def failure_result(
 
 
 def smart_search(
-    args: dict[str, Any], settings: Settings, *, backends: Any = None
+    args: dict[str, Any],
+    settings: Settings,
+    *,
+    backends: Any = None,
+    clock: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
+    """One search. `backends`: the network (tests swap in fakes); `clock`: Unix time for the
+    whole run (the ledger's windows, the breaker, pacing slots and cache ages), injectable."""
     from smart_search.logs.line import log_search
     from smart_search.search import planner
 
@@ -81,7 +88,7 @@ def smart_search(
         return failure_result("smart_search", UnknownAgent(unknown_agent(agent_id)))
     force: str | None = args.get("force_provider")
     routed = planner.routed_provider(query, settings, force)
-    run = _start_run(args, settings, agent_id, query, started, backends)
+    run = _start_run(args, settings, agent_id, query, started, backends, clock)
     deep = args.get("mode") == "deep"
     try:
         outcome, answer = _walk(run, routed, deep)
@@ -92,7 +99,8 @@ def smart_search(
         result = _outcome_result(run, routed, deep, outcome, answer, snapshot)
         saved = run.cache.units_saved if result["cached"] else 0
     log_search(settings, run.ledger.today, result, agent_id=agent_id, query=query, force=force,
-               mode="deep" if deep else "first", started=started, units_saved=saved)  # fmt: skip
+               mode="deep" if deep else "first", started=started, units_saved=saved,
+               now=clock())  # fmt: skip
     return result
 
 
@@ -103,9 +111,10 @@ def _start_run(
     query: str,
     started: float,
     backends: Any,
+    clock: Callable[[], float] = time.time,
 ) -> Run:
     """The walk's `tiers.Run`: the shared store opened, the queries fitted, the filters read,
-    the cache flight opened (first mode only)."""
+    the cache flight opened (first mode only); every part of it reads time from `clock`."""
     from smart_search.budget.breaker import Breaker
     from smart_search.budget.pacing import wait_for_slot
     from smart_search.search import cache
@@ -114,7 +123,7 @@ def _start_run(
     from smart_search.store import open_store
 
     store = open_store(settings)
-    ledger = Ledger(settings, store)
+    ledger = Ledger(settings, store, clock=clock)
     api_query, api_warnings = fit_api_queries(query, settings)
     filters = normalise(args)
     # Deep mode asks every leg afresh (its merged answer is not one tier's); first mode looks up
@@ -122,7 +131,9 @@ def _start_run(
     flight = (
         None
         if args.get("mode") == "deep"
-        else cache.open_flight(settings, store, query, ledger.today, fresh=bool(args.get("fresh")))
+        else cache.open_flight(
+            settings, store, query, ledger.today, fresh=bool(args.get("fresh")), clock=clock
+        )
     )
     return Run(
         agent_id=agent_id,
@@ -131,12 +142,13 @@ def _start_run(
         ledger=ledger,
         backends=backends or RealBackends(),
         deadline=started + settings.total_timeout_ms / 1000.0,
-        breaker=Breaker(settings, store=store),
-        pace=lambda s, engine, until: wait_for_slot(s, engine, until, store=store),
+        breaker=Breaker(settings, clock=clock, store=store),
+        pace=lambda s, engine, until: wait_for_slot(s, engine, until, store=store, clock=clock),
         api_query=api_query,
         api_warnings=api_warnings,
         cache=flight,
         filters=filters,
+        clock=clock,
     )
 
 
