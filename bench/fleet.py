@@ -178,7 +178,8 @@ class FleetProviders:
 
     def call_api(self, provider, query, settings, deadline, may_retry, **_):  # noqa: ANN001, ANN201
         from smart_search.errors import Timeout
-        from smart_search.sources.providers import Answer, ProviderCall
+        from smart_search.sources.providers.calls import ProviderCall
+        from smart_search.sources.providers.parsing import Answer
 
         who = getattr(self.local, "who", ("?", "?"))
         reported = 0  # what the call says was billed: the truth, or the worst case if unknown
@@ -210,7 +211,7 @@ class FleetProviders:
         raise AssertionError("unreachable")
 
     def fetch_engine(self, engine, query, settings, deadline, before_send, **_):  # noqa: ANN001, ANN201
-        from smart_search.sources.engines import EngineCall
+        from smart_search.sources.engines.fetch import EngineCall
 
         before_send()
         with self.books.lock:

@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))  # runnable from a checkout without installing
 
 from smart_search import errors  # noqa: E402
 from smart_search.host.config import ENGINES  # noqa: E402
-from smart_search.sources.engines import engine_module  # noqa: E402
+from smart_search.sources.engines.fetch import engine_module  # noqa: E402
 
 BUDGET_MS = 30.0
 
@@ -33,7 +33,7 @@ import sys, time
 sys.path.insert(0, {repo!r})
 body = open({path!r}, "rb").read()
 started = time.perf_counter()
-from smart_search.sources.engines import engine_module
+from smart_search.sources.engines.fetch import engine_module
 try:
     engine_module({engine!r}).parse(body)
 except Exception:

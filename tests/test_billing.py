@@ -475,7 +475,8 @@ class BillingProvider:
 
     def call_api(self, provider, query, settings, deadline, may_retry):  # noqa: ANN001, ANN201
         from smart_search.errors import QuotaExhausted
-        from smart_search.sources.providers import Answer, ProviderCall
+        from smart_search.sources.providers.calls import ProviderCall
+        from smart_search.sources.providers.parsing import Answer
 
         if self.quota_429_at is not None and provider == "brave" and self.quota_429_at <= (
             self.clock()
@@ -495,7 +496,7 @@ class BillingProvider:
         return ProviderCall(Answer(web), None, 0, [1], 1, 200, {"remaining": left})
 
     def fetch_engine(self, engine, query, settings, deadline, before_send):  # noqa: ANN001, ANN201
-        from smart_search.sources.engines import EngineCall
+        from smart_search.sources.engines.fetch import EngineCall
 
         web = [{"title": "t", "url": "https://example.org/w", "snippet": "s"}]
         return EngineCall(web, None, True, [1], 200)

@@ -21,14 +21,8 @@ import pytest
 from smart_search import errors
 from smart_search.host.config import ENGINES
 from smart_search.sources import registry
-from smart_search.sources.engines import (
-    bing,
-    classify_status,
-    duckduckgo,
-    engine_module,
-    fetch_engine,
-    google,
-)
+from smart_search.sources.engines import bing, duckduckgo, google
+from smart_search.sources.engines.fetch import classify_status, engine_module, fetch_engine
 from smart_search.sources.http import HttpResponse
 from tests.fakes import FakeServer, Reply
 

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from smart_search import errors
 from smart_search.host.config import Settings, load_settings
 from smart_search.sources.http import HttpResponse
-from smart_search.sources.providers import Answer, ProviderCall, brave, call_provider, gemini
+from smart_search.sources.providers import brave, gemini
+from smart_search.sources.providers.calls import ProviderCall, call_provider
+from smart_search.sources.providers.parsing import Answer
 from tests.fakes import FakeServer, Reply, fixture_bytes, fixture_headers, fixture_json
 
 KEY = "SENTINEL-KEY-7f3a9c"

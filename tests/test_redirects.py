@@ -16,8 +16,8 @@ import pytest
 from smart_search import errors
 from smart_search.host.config import ENGINES
 from smart_search.sources import http
-from smart_search.sources.engines import engine_module, fetch_engine
-from smart_search.sources.providers import call_provider
+from smart_search.sources.engines.fetch import engine_module, fetch_engine
+from smart_search.sources.providers.calls import call_provider
 from tests.fakes import FakeServer, Reply
 
 KEY = "SENTINEL-REDIRECT-KEY-41b7"

@@ -15,7 +15,7 @@ WEB = [{"title": "A page", "url": "https://example.org/a", "snippet": "About a."
 
 
 def FakeAnswer(results: Any, citations: list | None = None) -> Any:  # noqa: N802 - a stand-in
-    from smart_search.sources.providers import Answer
+    from smart_search.sources.providers.parsing import Answer
 
     return Answer(results, citations or [])
 
@@ -46,7 +46,7 @@ class FakeBackends:
         may_retry: Any,
         filters: Any = None,
     ) -> Any:
-        from smart_search.sources.providers import ProviderCall
+        from smart_search.sources.providers.calls import ProviderCall
 
         outcome = self._next(provider)
         if isinstance(outcome, errors.SearchError):
@@ -64,7 +64,7 @@ class FakeBackends:
         before_send: Any,
         filters: Any = None,
     ) -> Any:
-        from smart_search.sources.engines import EngineCall
+        from smart_search.sources.engines.fetch import EngineCall
 
         try:
             before_send()

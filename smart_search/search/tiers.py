@@ -50,8 +50,8 @@ if TYPE_CHECKING:
     from smart_search.budget.ledger import Ledger
     from smart_search.host.config import Settings
     from smart_search.search.planner import Tier
-    from smart_search.sources.engines import EngineCall
-    from smart_search.sources.providers import ProviderCall
+    from smart_search.sources.engines.fetch import EngineCall
+    from smart_search.sources.providers.calls import ProviderCall
 
 
 
@@ -97,7 +97,7 @@ class RealBackends:
         *,
         filters: dict[str, Any] | None = None,
     ) -> ProviderCall:
-        from smart_search.sources.providers import call_provider
+        from smart_search.sources.providers.calls import call_provider
 
         return call_provider(
             provider, query, settings, deadline, may_retry=may_retry, filters=filters
@@ -113,7 +113,7 @@ class RealBackends:
         *,
         filters: dict[str, Any] | None = None,
     ) -> EngineCall:
-        from smart_search.sources.engines import fetch_engine
+        from smart_search.sources.engines.fetch import fetch_engine
 
         return fetch_engine(engine, query, settings, deadline, before_send, filters=filters)
 

@@ -12,7 +12,7 @@ lxml) when a request is built or a page parsed.
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import os
 from functools import cache
 from types import ModuleType
 
@@ -27,8 +27,19 @@ def _declared() -> tuple[tuple[Source, ModuleType], ...]:
     found: list[tuple[Source, ModuleType]] = []
     for package_name in PACKAGES:
         package = importlib.import_module(package_name)
-        for info in pkgutil.iter_modules(package.__path__):
-            module = importlib.import_module(f"{package_name}.{info.name}")
+        # The package's modules (a listing, not pkgutil: this runs on every call), less the
+        # helpers it names (shared request, parsing and fetching code, loaded when used).
+        helpers = set(getattr(package, "HELPERS", ()))
+        names = sorted(
+            entry.name[:-3]
+            for folder in package.__path__
+            for entry in os.scandir(folder)
+            if entry.name.endswith(".py")
+            and not entry.name.startswith("_")
+            and entry.name[:-3] not in helpers
+        )
+        for name in names:
+            module = importlib.import_module(f"{package_name}.{name}")
             declared = getattr(module, "SOURCE", None)
             if isinstance(declared, Source):
                 found.append((declared, module))

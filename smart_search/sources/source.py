@@ -1,44 +1,76 @@
 """What a source declares about itself: the one value each provider and engine module holds as
 `SOURCE`, which the registry (`registry.py`) collects. Everything outside a source's own module
-learns about it from this value, never from its name."""
+learns about it from this value, never from its name.
+
+A plain class with slots rather than a NamedTuple: the registry builds one per source on every
+call, and a NamedTuple of this many fields costs more to define than all the sources to load.
+It is immutable all the same (assignment after construction raises).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# Field -> default; the required ones have none. Kept in one table so __init__, __repr__ and
+# equality agree on what a Source is.
+_REQUIRED = ("name", "label", "kind", "order", "endpoint")
+_DEFAULTS: dict[str, Any] = {
+    "key_variable": None,  # the API key's variable (environment, env.vars)
+    "not_configured": None,  # the message when that key is missing
+    "units": ("request",),  # the units it may bill in; the first is the default
+    "daily_limit": 0,  # its free allowance: the default windows, on its own clock
+    "monthly_limit": 0,
+    "reset_timezone": "UTC",
+    "default_unit": None,  # Callable[[dict], str]: the unit from other keys (a model)
+    "request_settings": (),  # Settings fields that change its answer (the cache key)
+    "route_keywords": None,  # the Settings field of the keywords that route a query here
+    "described": "",  # how a sentence names what it does; default: the label
+    "answers_with_text": False,  # an answer text (with citations) rather than a result list
+    "default_route": False,  # where a query no keyword matches goes (`default_provider`)
+    "default_allocation": 0,  # an unconfigured agent's allocation of it
+    "fit_query": None,  # Callable[[str], (query, warning)]: the query as this API takes it
+}
 
 
-class Source(NamedTuple):
-    """One search API or web engine, as its module declares it."""
+class Source:
+    """One search API (`kind="api"`: keyed and billed) or web engine (`kind="web"`: scraped,
+    no key, no units), as its module declares it. `order` is its place among its kind."""
 
-    name: str  # config keys, ledger, logs and results call it this
-    label: str  # how messages name it ("Gemini", "DuckDuckGo")
-    kind: str  # "api": a keyed, billed search API; "web": a scraped engine (no key, no units)
-    order: int  # its place among its kind: routing's fallback, the web tier, reports
-    endpoint: str  # the default base URL (`endpoints.<name>` overrides it)
-    key_variable: str | None = None  # the API key's variable (environment, env.vars)
-    not_configured: str | None = None  # the message when that key is missing
-    # Billing (API sources): the units it may bill in (the first is the default), and its free
-    # allowance as the default windows on its own clock.
-    units: tuple[str, ...] = ("request",)
-    daily_limit: int = 0
-    monthly_limit: int = 0
-    reset_timezone: str = "UTC"
-    # The unit to bill in when config does not say, from the skill's config section (None: the
-    # first of `units`): Gemini 2.x models bill per prompt, Gemini 3 per search query.
-    default_unit: Callable[[dict[str, Any]], str] | None = None
-    # Settings fields that change what it answers (they go into the result cache's key).
-    request_settings: tuple[str, ...] = ()
-    # The Settings field of the keywords that route a query to this API (finance beats the rest:
-    # sources are tried in their order). None: reached by default_provider or the fallback.
-    route_keywords: str | None = None
-    # How a sentence names what it does ("Gemini grounded search"; default: the label), and
-    # whether it answers with text (and its sources as citations) rather than a result list.
-    described: str = ""
-    answers_with_text: bool = False
-    # Whether a query no routing keyword matches goes here by default (`default_provider`).
-    default_route: bool = False
-    # An unconfigured agent's allocation of this API (the predecessor skill's: Gemini 5).
-    default_allocation: int = 0
-    # The query as this API takes it, and a warning when it had to be cut (None: as asked).
-    fit_query: Callable[[str], tuple[str, str | None]] | None = None
+    __slots__ = (*_REQUIRED, *_DEFAULTS)
+
+    name: str
+    label: str
+    kind: str
+    order: int
+    endpoint: str
+    key_variable: str | None
+    not_configured: str | None
+    units: tuple[str, ...]
+    daily_limit: int
+    monthly_limit: int
+    reset_timezone: str
+    default_unit: Callable[[dict[str, Any]], str] | None
+    request_settings: tuple[str, ...]
+    route_keywords: str | None
+    described: str
+    answers_with_text: bool
+    default_route: bool
+    default_allocation: int
+    fit_query: Callable[[str], tuple[str, str | None]] | None
+
+    def __init__(self, **fields: Any) -> None:
+        missing = [f for f in _REQUIRED if f not in fields]
+        unknown = [f for f in fields if f not in _REQUIRED and f not in _DEFAULTS]
+        if missing or unknown:
+            raise TypeError(f"Source: missing {missing}, unknown {unknown}")
+        for field in self.__slots__:
+            object.__setattr__(self, field, fields.get(field, _DEFAULTS.get(field)))
+
+    def __setattr__(self, field: str, value: Any) -> None:
+        raise AttributeError(f"Source is immutable: cannot set {field}")
+
+    def __repr__(self) -> str:
+        return f"Source({self.name!r}, {self.kind})"

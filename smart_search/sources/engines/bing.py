@@ -21,13 +21,9 @@ Quirks worth knowing:
 
 from __future__ import annotations
 
-import base64
-import binascii
-from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from smart_search.sources.engines import page_request
 from smart_search.sources.engines.html import (
     Page,
     add_result,
@@ -43,9 +39,12 @@ from smart_search.sources.engines.html import (
     split_link,
     text_of,
 )
+from smart_search.sources.engines.request import page_request
 from smart_search.sources.source import Source
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from lxml.html import HtmlElement
 
     from smart_search.host.config import Settings
@@ -189,6 +188,9 @@ def decode_u(encoded: str) -> str | None:
         return None
     payload = encoded[2:]
     payload += "=" * (-len(payload) % 4)
+    import base64  # here, not at import: the registry imports every engine on every call
+    import binascii
+
     try:
         # validate: a stray character is an error, not silently skipped into a wrong URL
         return base64.b64decode(payload, altchars=b"-_", validate=True).decode("utf-8")
@@ -222,7 +224,7 @@ def _snippet(item: HtmlElement) -> str:
 # Bing's date filter: ez1 past 24 hours, ez2 past week, ez3 past month; there is no "past year"
 # preset, so a year is the custom range ez5_<first day>_<last day> (days since 1970-01-01).
 _DATE_FILTERS = {"day": "ez1", "week": "ez2", "month": "ez3"}
-_EPOCH = date(1970, 1, 1)
+_EPOCH_ORDINAL = 719163  # date(1970, 1, 1).toordinal(): day numbers count from 1970-01-01
 RESULTS_PER_PAGE = 10
 
 
@@ -248,7 +250,7 @@ def filter_params(
         elif name == "freshness" and str(value) in _DATE_FILTERS:
             params["filters"] = f'ex1:"{_DATE_FILTERS[value]}"'
         elif name == "freshness" and value == "year":
-            last = (utc_now(now).date() - _EPOCH).days
+            last = utc_now(now).toordinal() - _EPOCH_ORDINAL
             params["filters"] = f'ex1:"ez5_{last - FRESHNESS_DAYS["year"]}_{last}"'
         elif name == "country" and _is_code(value):
             params["cc"] = value

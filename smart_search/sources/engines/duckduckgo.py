@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from smart_search.sources.engines import page_request
 from smart_search.sources.engines.html import (
     Page,
     add_result,
@@ -34,6 +33,7 @@ from smart_search.sources.engines.html import (
     split_link,
     text_of,
 )
+from smart_search.sources.engines.request import page_request
 from smart_search.sources.source import Source
 
 if TYPE_CHECKING:

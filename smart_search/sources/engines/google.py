@@ -34,7 +34,6 @@ import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import parse_qs
 
-from smart_search.sources.engines import page_request
 from smart_search.sources.engines.html import (
     Page,
     add_result,
@@ -47,6 +46,7 @@ from smart_search.sources.engines.html import (
     split_link,
     text_of,
 )
+from smart_search.sources.engines.request import page_request
 from smart_search.sources.source import Source
 
 if TYPE_CHECKING:
