@@ -71,3 +71,39 @@ def test_tier_tables() -> None:
     assert forced[2].finance_blocked  # force_provider changes the provider, not the strategy
 
 
+
+
+def test_provider_order_replaces_the_fixed_pair_where_it_is_set(env: Env) -> None:
+    """Issue 20, point 2: the routed provider first, then the rest of the chain, then the web
+    tier, under the same strategy and finance rules; a provider left out is never asked."""
+    env.write_config({"provider_order": ["brave"]})
+    s = env.settings()
+    assert s.provider_order == ("brave",)
+    a = planner.plan("cron", "nasa news", s, planner.routed_provider("nasa news", s, None))
+    assert [(t.provider, t.engine) for t in a] == [("brave", None), ("web_fetch", "duckduckgo")]
+    # The routed provider is asked even when the chain leaves it out; the finance rule holds.
+    f = planner.plan("cron", "NSE open", s, planner.routed_provider("NSE open", s, None))
+    assert [t.provider for t in f] == ["gemini", "brave", "web_fetch"] and f[2].finance_blocked
+    env.write_config({"provider_order": ["gemini", "brave"]})
+    s = env.settings()
+    b = planner.plan("general", "nasa news", s, planner.routed_provider("nasa news", s, None))
+    assert [(t.number, t.provider, t.engine) for t in b] == [
+        (1, "web_fetch", "google"), (2, "web_fetch", "bing"), (3, "brave", None),
+        (4, "gemini", None), (5, "web_fetch", "duckduckgo")]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("brave", 'Config key "provider_order" must be a non-empty array of provider names.'),
+        ([], 'Config key "provider_order" must be a non-empty array of provider names.'),
+        (["brave", "brave"], 'Config key "provider_order" names a provider twice.'),
+        (["perplexity"], 'Config key "provider_order[0]" must be "gemini" or "brave".'),
+    ],
+)
+def test_a_bad_provider_order_is_a_config_error_naming_the_key(
+    env: Env, value: Any, message: str
+) -> None:
+    env.write_config({"provider_order": value})
+    r = env.call("search_quota_status")
+    assert (r["error_code"], r["error"]) == ("config_error", message)

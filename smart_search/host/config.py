@@ -82,6 +82,7 @@ class Settings(NamedTuple):
 
     gemini_model: str
     default_provider: str
+    provider_order: tuple[str, ...] | None  # None: every API provider, in the registry's order
     strict_agents: bool
     retry_max_attempts: int
     retry_base_delay: int
@@ -314,10 +315,23 @@ def _weights(value: Any, name: str, key: ConfigKey) -> dict[str, float]:
     return {source: float(w) for source, w in value.items()}
 
 
+def _provider_chain(value: Any, name: str, key: ConfigKey) -> tuple[str, ...] | None:
+    """`provider_order` (issue 20): registered API providers, each at most once; null: unset."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f'Config key "{name}" must be a non-empty array of provider names.')
+    chain = tuple(_provider(item, f"{name}[{i}]", key) for i, item in enumerate(value))
+    if len(set(chain)) != len(chain):
+        raise ConfigError(f'Config key "{name}" names a provider twice.')
+    return chain
+
+
 # Every kind in config_keys.KEYS and its check (`providers` is read by `_providers`).
 _CHECKS = {
     **CHECKS,
     "provider": _provider,
+    "providers_chain": _provider_chain,
     "allocations": _allocations,
     "allocation": _allocation,
     "weights": _weights,

@@ -81,6 +81,12 @@ KEYS: tuple[ConfigKey, ...] = (
         "default_provider", "provider", DEFAULT_PROVIDER, "provider when no routing keyword matches"
     ),
     ConfigKey(
+        "provider_order", "providers_chain", None,
+        "the API providers to try, in order, after the routed one (unset: every API provider in "
+        "the registry's order); a provider left out is never asked unless it is the routed one",
+        shown="unset",
+    ),
+    ConfigKey(
         "strict_agents", "bool", False,
         "reject agent ids not in agent_allocations (general is always allowed)",
     ),
@@ -253,6 +259,7 @@ def unknown_key_warning(key: str, nearest: str | None) -> str:
 KIND_TYPES = {
     "model": "model name",
     "provider": "provider name",
+    "providers_chain": "array of provider names",
     "bool": "true or false",
     "whole": "whole number",
     "keywords": "array of strings",
@@ -280,6 +287,9 @@ KIND_RULES = {
     "backend": "the keys below",
     "cache": "the keys below",
     "provider": " or ".join(f"`{n}`" for n in registry.api_names()),
+    "providers_chain": "each of "
+    + ", ".join(f"`{n}`" for n in registry.api_names())
+    + " at most once; null or absent: unset",
     "providers": ", ".join(f"`{n}`" for n in registry.api_names()) + ", each with the keys below",
     "model": "letters, digits, `.`, `_`, `-`",
     "count": f"0 to {MAX_COUNT}",

@@ -47,7 +47,7 @@ def legs(agent_id: str, query: str, run: Run, routed: str) -> list[Tier]:
     general = agent_id == GENERAL_AGENT
     engine = ENGINES[0] if general else ENGINES[-1]
     blocked = not general and is_finance(query, run.settings)
-    apis = [routed, *other_providers(routed)]
+    apis = [routed, *other_providers(routed, run.settings.provider_order)]
     tiers = [Tier(n, p) for n, p in enumerate(apis, 1)]
     tiers.append(Tier(len(tiers) + 1, "web_fetch", engine, finance_blocked=blocked))
     return tiers

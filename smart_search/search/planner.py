@@ -69,9 +69,10 @@ def route(query: str, settings: Settings) -> str:
     return settings.default_provider
 
 
-def other_providers(routed: str) -> list[str]:
-    """The API providers after the routed one, in the sources' order (spec: "the opposite")."""
-    return [p for p in PROVIDERS if p != routed]
+def other_providers(routed: str, order: tuple[str, ...] | None = None) -> list[str]:
+    """The API providers to try after the routed one: `provider_order` when it is set (issue 20),
+    else every API provider in the sources' order (spec: "the opposite")."""
+    return [p for p in (PROVIDERS if order is None else order) if p != routed]
 
 
 def routed_provider(query: str, settings: Settings, force_provider: str | None) -> str:
@@ -84,11 +85,14 @@ def plan(agent_id: str, query: str, settings: Settings, routed: str) -> list[Tie
     # The web engines in their declared order; the last (DuckDuckGo's keyless HTML page) is the
     # fallback of both strategies, since the others refuse plain HTTP clients more often.
     *first_engines, last_engine = ENGINES
+    chain = settings.provider_order
     if agent_id == GENERAL_AGENT:  # Strategy B: the web first, the routed API before the last
-        steps = [("web_fetch", e) for e in first_engines] + [(routed, None)]
+        # (and the rest of a configured provider_order after it)
+        apis = [routed] if chain is None else [routed, *other_providers(routed, chain)]
+        steps = [("web_fetch", e) for e in first_engines] + [(p, None) for p in apis]
         steps.append(("web_fetch", last_engine))
         return [Tier(n, p, e) for n, (p, e) in enumerate(steps, 1)]
-    apis = [routed, *other_providers(routed)]  # Strategy A: every API, then the fallback
+    apis = [routed, *other_providers(routed, chain)]  # Strategy A: the APIs, then the fallback
     tiers = [Tier(n, p) for n, p in enumerate(apis, 1)]
     blocked = is_finance(query, settings)
     tiers.append(Tier(len(tiers) + 1, "web_fetch", last_engine, finance_blocked=blocked))
