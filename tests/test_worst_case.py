@@ -359,3 +359,62 @@ def test_a_retry_after_an_unanswered_attempt_holds_a_fresh_worst_case(
     assert len(fake.requests_to(GEMINI_PATH)) == 3  # one before, the stall and its retry here
     assert r["provider_used"] == "gemini" and r["attempts"][0]["units"] == W + 1
     assert windows_of(env, "gemini")["daily"]["used"] == W + W + 1
+
+
+# --- budgets in money (issue 20, point 4) -------------------------------------------------------
+
+
+def test_a_providers_monthly_budget_caps_it_like_a_window(env: Env) -> None:
+    # Brave at 5 per 1,000 units: a budget of 0.02 buys 4 units a month.
+    env.write_config({"providers": {"brave": {"price_per_1000": 5, "monthly_budget": 0.02}},
+                      "agent_allocations": {"cron": {"gemini": 0, "brave": 10}}})  # fmt: skip
+    ledger = Ledger(env.settings())
+    for _ in range(4):
+        charge(ledger, "cron", "brave")
+    with pytest.raises(QuotaExhausted, match="Brave monthly budget is spent"):
+        ledger.reserve("cron", "brave")
+    brave = env.call("search_quota_status")["windows"]["brave"]
+    assert (brave["monthly_budget"], brave["estimated_spend"], brave["headroom"]) == (0.02, 0.02, 0)
+
+
+def test_the_installs_monthly_budget_holds_every_providers_worst_case(env: Env) -> None:
+    """Gemini at 10 per 1,000 holds 3 units (0.03) a call; the install's 0.05 a month, 0.02 of it
+    spent on Brave, leaves room for exactly one Gemini call in flight."""
+    env.write_config({
+        "monthly_budget": 0.05,
+        "providers": {"brave": {"price_per_1000": 5}, "gemini": {"price_per_1000": 10}},
+        "agent_allocations": {"cron": {"gemini": 10, "brave": 10}},
+    })  # fmt: skip
+    ledger = Ledger(env.settings())
+    for _ in range(4):
+        charge(ledger, "cron", "brave")
+    hold, _ = ledger.reserve("cron", "gemini")  # 0.03 held: 0.05 reached
+    with pytest.raises(QuotaExhausted, match="Gemini monthly budget is spent"):
+        ledger.reserve("cron", "gemini")
+    with pytest.raises(QuotaExhausted, match="Brave monthly budget is spent"):
+        ledger.reserve("cron", "brave")
+    ledger.settle("cron", "gemini", [(hold, 1)])  # 0.01 billed: 0.02 back
+    full = env.call("search_quota_status")
+    assert full["monthly_budget"] == {"limit": 0.05, "spent": 0.03, "currency": "USD"}
+    assert full["windows"]["brave"]["headroom"] == 4  # 0.02 buys 4 Brave units
+    assert full["windows"]["gemini"]["headroom"] == 2
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"providers": {"brave": {"monthly_budget": 5}}},
+         'Config key "providers.brave.monthly_budget" needs providers.brave.price_per_1000.'),
+        ({"monthly_budget": 5, "providers": {"brave": {"price_per_1000": 5}}},
+         'Config key "monthly_budget" needs providers.gemini.price_per_1000.'),
+        ({"monthly_budget": 5, "providers": {"brave": {"price_per_1000": 5},
+          "gemini": {"price_per_1000": 5, "currency": "EUR"}}},
+         'Config key "monthly_budget" needs every provider in one currency.'),
+    ],
+)  # fmt: skip
+def test_a_budget_without_its_price_is_a_config_error(
+    env: Env, config: dict[str, Any], message: str
+) -> None:
+    env.write_config(config)
+    r = env.call("search_quota_status")
+    assert (r["error_code"], r["error"]) == ("config_error", message)

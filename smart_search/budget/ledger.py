@@ -80,6 +80,9 @@ def ceilings(settings: Settings) -> quota.Ceilings:
         settings.monthly_limits,
         settings.max_unconfigured_agents,
         settings.max_units_per_call,
+        settings.prices_per_1000,
+        settings.monthly_budgets,
+        settings.monthly_budget,
     )
 
 
@@ -124,6 +127,13 @@ class Ledger:
         doc = self._current(self.store.read(QUOTA_DOC), now)
         status = quota.full_status(doc, self.ceilings, now)
         status["windows"] = {p: self._window_status(doc, p, now) for p in PROVIDERS}
+        if self.settings.monthly_budget is not None:
+            spent = sum(quota.month_spend(doc, self.ceilings, p) for p in PROVIDERS)
+            status["monthly_budget"] = {
+                "limit": self.settings.monthly_budget,
+                "spent": round(spent, 4),
+                "currency": self.settings.currencies[PROVIDERS[0]],
+            }
         return status
 
     def _window_status(self, doc: Document, p: str, now: float) -> dict[str, Any]:
@@ -157,6 +167,7 @@ class Ledger:
                 None if price is None else round(window["month_used"] * price / 1000, 4)
             ),
             "currency": None if price is None else s.currencies[p],
+            "monthly_budget": s.monthly_budgets[p],
         }
 
     # -- changes -------------------------------------------------------------------------------

@@ -77,6 +77,9 @@ class Ceilings:
         monthly_limits: dict[str, int] | None = None,
         max_unconfigured_agents: int | None = None,
         max_units_per_call: dict[str, int] | None = None,
+        prices_per_1000: dict[str, float | None] | None = None,
+        monthly_budgets: dict[str, float | None] | None = None,
+        monthly_budget: float | None = None,
     ) -> None:
         self.daily_limits = daily_limits
         self.monthly_limits = monthly_limits or {}
@@ -84,6 +87,11 @@ class Ceilings:
         # call is sent only while every window has that much left, so settling the truth
         # afterwards cannot pass a window.
         self.max_units_per_call = max_units_per_call or {}
+        # Budgets in money (issue 20): a provider's and the install's, each month, counted at
+        # `prices_per_1000`; config guarantees a price wherever a budget is set.
+        self.prices = prices_per_1000 or {}
+        self.monthly_budgets = monthly_budgets or {}
+        self.monthly_budget = monthly_budget
         self.configured = configured
         self.default_allocation = default_allocation
         self.max_unconfigured_agents = max_unconfigured_agents
@@ -292,14 +300,39 @@ def reported_remaining(doc: Document, provider: str) -> float:
 
 
 def window_headroom(doc: Document, c: Ceilings, provider: str) -> int:
-    """Units left in every window at once: ours (day, month) and the provider's own word."""
+    """Units left in every window at once: ours (day, month), the provider's own word, and what
+    the month's budgets in money still buy."""
     window = doc["windows"][provider]
     left = min(
         c.daily_limits[provider] - window["day_used"],
         c.monthly_limit(provider) - window["month_used"],
         reported_remaining(doc, provider),
+        budget_headroom(doc, c, provider),
     )
     return int(max(0, left))
+
+
+def month_spend(doc: Document, c: Ceilings, provider: str) -> float:
+    """What the provider's month has cost at its price (0 without a price)."""
+    price = c.prices.get(provider)
+    return 0.0 if price is None else doc["windows"][provider]["month_used"] * price / 1000
+
+
+def budget_headroom(doc: Document, c: Ceilings, provider: str) -> float:
+    """Units the provider's monthly budget and the install's still buy (inf without either).
+    Whole units only: a unit the money cannot pay for in full is not spent."""
+    price = c.prices.get(provider)
+    if not price:  # no price, or free: budgets count nothing
+        return math.inf
+    left = math.inf
+    own = c.monthly_budgets.get(provider)
+    if own is not None:
+        left = min(left, (own - month_spend(doc, c, provider)) * 1000 / price)
+    if c.monthly_budget is not None:
+        spent = sum(month_spend(doc, c, p) for p in doc["windows"])
+        left = min(left, (c.monthly_budget - spent) * 1000 / price)
+    # A hair under a whole unit from float rounding (0.1 + 0.2) is still that unit.
+    return math.floor(left + 1e-9) if left != math.inf else left
 
 
 def limit_headroom(doc: Document, c: Ceilings, provider: str) -> int:
@@ -353,6 +386,8 @@ def exhausted_message(doc: Document, c: Ceilings, provider: str, now: float | No
         return f"{label} reported its quota exhausted; it resets at {when}."
     if window["month_used"] >= c.monthly_limit(provider):
         return f"{label} quota is exhausted for this month."
+    if budget_headroom(doc, c, provider) < worst_case(c, provider):
+        return f"{label} monthly budget is spent (a call may cost more than is left)."
     if reported_remaining(doc, provider) <= 0:
         return f"{label} reported no quota left for this month."
     return f"{label} quota is exhausted for today."

@@ -104,6 +104,8 @@ class Settings(NamedTuple):
     prices_per_1000: dict[str, float | None]
     max_units_per_call: dict[str, int]
     currencies: dict[str, str]
+    monthly_budgets: dict[str, float | None]  # per provider, in its currency (issue 20, point 4)
+    monthly_budget: float | None  # every provider together, in their one currency
     agent_allocations: dict[str, dict[str, int]]
     default_allocation: dict[str, int]
     endpoints: dict[str, str]
@@ -191,6 +193,7 @@ def _build(
             values.update(_providers(section.get(key.name, key.default), values))
         else:
             values[key.name] = _CHECKS[key.kind](section.get(key.name, key.default), key.name, key)
+    _check_budgets(values)
     values["state_dir"] = _state_dir(env, values["state_dir"])
     if "deep_max_units" not in section:  # RULINGS 7: by default a deep call may ask every API
         values["deep_max_units"] = sum(values["max_units_per_call"].values())
@@ -325,6 +328,26 @@ def _provider_chain(value: Any, name: str, key: ConfigKey) -> tuple[str, ...] | 
     if len(set(chain)) != len(chain):
         raise ConfigError(f'Config key "{name}" names a provider twice.')
     return chain
+
+
+def _check_budgets(values: dict[str, Any]) -> None:
+    """A budget in money counts units at their price, so it needs the price (and the install's
+    budget one currency for every provider)."""
+    prices = values["prices_per_1000"]
+    for p, budget in values["monthly_budgets"].items():
+        if budget is not None and prices[p] is None:
+            raise ConfigError(
+                f'Config key "providers.{p}.monthly_budget" needs providers.{p}.price_per_1000.'
+            )
+    if values["monthly_budget"] is None:
+        return
+    unpriced = [p for p in PROVIDERS if prices[p] is None]
+    if unpriced:
+        raise ConfigError(
+            f'Config key "monthly_budget" needs providers.{unpriced[0]}.price_per_1000.'
+        )
+    if len({values["currencies"][p] for p in PROVIDERS}) > 1:
+        raise ConfigError('Config key "monthly_budget" needs every provider in one currency.')
 
 
 # Every kind in config_keys.KEYS and its check (`providers` is read by `_providers`).

@@ -149,6 +149,17 @@ KEYS: tuple[ConfigKey, ...] = (
     _per_provider(
         "currency", "currency", "USD", "currency of price_per_1000", field="currencies"
     ),
+    _per_provider(
+        "monthly_budget", "price", None,
+        "most this provider may cost a month, in its currency (needs price_per_1000); enforced "
+        "like a window",
+        field="monthly_budgets",
+    ),
+    ConfigKey(
+        "monthly_budget", "price", None,
+        "most every provider together may cost a month (needs each provider's price_per_1000, "
+        "all in one currency); enforced like a window",
+    ),
     ConfigKey(
         "agent_allocations", "allocations", {},
         "per-agent daily allocation, `{\"<agent id>\": {"
