@@ -161,3 +161,11 @@ def test_a_new_provider_is_one_module(tmp_path: Path) -> None:
     for file in (tmp_path / "state").rglob("*"):
         if file.is_file():
             assert b"SENTINEL-THROWAWAY" not in file.read_bytes(), file
+
+
+def test_the_contract_lets_every_registered_provider_be_forced() -> None:
+    """Issue 20, point 2: `force_provider` accepts every registered API provider (the schema
+    enumerates them: a new provider that agents may force adds its name there)."""
+    args = json.loads((REPO / "schemas" / "smart_search.args.json").read_text())
+    allowed = set(args["properties"]["force_provider"]["enum"]) - {None}
+    assert allowed == set(registry.api_names())
