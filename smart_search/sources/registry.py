@@ -35,6 +35,7 @@ def _declared() -> tuple[tuple[Source, ModuleType], ...]:
             for folder in package.__path__
             for entry in os.scandir(folder)
             if entry.name.endswith(".py")
+            and entry.name[:-3].isidentifier()  # not an editor's `.#x.py` or a `x-copy.py`
             and not entry.name.startswith("_")
             and entry.name[:-3] not in helpers
         )
