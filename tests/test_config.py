@@ -199,3 +199,14 @@ def test_state_dir_resolution_order(tmp_path: Path) -> None:
         ).state_dir
         == "/ss"
     )
+
+
+def test_an_allocation_that_is_not_an_object_shows_what_one_looks_like(tmp_path: Path) -> None:
+    path = tmp_path / "openclaw.json"
+    path.write_text(json.dumps({"skills": {"entries": {"smart-search": {
+        "config": {"agent_allocations": {"cron": 5}}}}}}))  # fmt: skip
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"HOME": str(tmp_path), "OPENCLAW_CONFIG_PATH": str(path)})
+    assert str(caught.value) == (
+        'Config key "agent_allocations.cron" must be an object like {"gemini": 5, "brave": 0}.'
+    )

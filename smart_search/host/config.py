@@ -46,8 +46,6 @@ from smart_search.text.urls import is_loopback_host as is_loopback_host
 # The sources, as the registry declares them (sources/registry.py): search APIs, web engines.
 PROVIDERS = registry.api_names()
 ENGINES = registry.web_names()
-# What an allocation looks like, for messages: {"gemini": 5, "brave": 0}.
-_ALLOCATION_EXAMPLE = "{" + ", ".join(f'"{p}": {n}' for p, n in DEFAULT_ALLOCATION.items()) + "}"
 # The chat agent of Strategy B (spec 4), always known, also under strict_agents.
 GENERAL_AGENT = "general"
 
@@ -277,9 +275,9 @@ def _allocations(value: Any, name: str, key: ConfigKey) -> dict[str, dict[str, i
 
 def _allocation(entry: Any, name: str, key: ConfigKey | None = None) -> dict[str, int]:
     if not isinstance(entry, dict):
-        raise ConfigError(
-            f'Config key "{name}" must be an object like {_ALLOCATION_EXAMPLE}.'
-        )
+        # What an allocation looks like, built only for this message: {"gemini": 5, "brave": 0}.
+        example = ", ".join(f'"{p}": {n}' for p, n in DEFAULT_ALLOCATION.items())
+        raise ConfigError(f'Config key "{name}" must be an object like {{{example}}}.')
     for provider in entry:
         if provider not in PROVIDERS:
             raise ConfigError(

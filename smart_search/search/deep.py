@@ -28,7 +28,7 @@ from typing import Any
 
 from smart_search.errors import QuotaExhausted, Timeout
 from smart_search.host.config import ENGINES, GENERAL_AGENT
-from smart_search.search.planner import Tier, is_finance, other_providers
+from smart_search.search.planner import Tier, apis_then_engine, is_finance
 from smart_search.search.tiers import (
     Attempt,
     Outcome,
@@ -47,10 +47,7 @@ def legs(agent_id: str, query: str, run: Run, routed: str) -> list[Tier]:
     general = agent_id == GENERAL_AGENT
     engine = ENGINES[0] if general else ENGINES[-1]
     blocked = not general and is_finance(query, run.settings)
-    apis = [routed, *other_providers(routed, run.settings.provider_order)]
-    tiers = [Tier(n, p) for n, p in enumerate(apis, 1)]
-    tiers.append(Tier(len(tiers) + 1, "web_fetch", engine, finance_blocked=blocked))
-    return tiers
+    return apis_then_engine(routed, run.settings, engine, blocked=blocked)
 
 
 def budget(tiers: list[Tier], run: Run) -> tuple[dict[int, int], dict[int, QuotaExhausted]]:
@@ -180,7 +177,7 @@ def _merged(
         extra_tracking=run.settings.tracking_params,
         limit=run.filters.get("count"),
     )
-    text = next((found for _, found in answered.values() if isinstance(found.results, str)), None)
+    text = _text_leg(answered)
     if not results:
         # Only an answer-text leg answered and cited nothing usable: its answer is the result,
         # as in first mode (it is in `answer` too).
@@ -200,11 +197,14 @@ def _merged(
     )
 
 
+def _text_leg(answered: dict[int, tuple[Tier, Outcome]]) -> Outcome | None:
+    """The leg that answered with text (Gemini's answer; a web leg never does), or None."""
+    return next((found for _, found in answered.values() if isinstance(found.results, str)), None)
+
+
 def _answer_text(answered: dict[int, tuple[Tier, Outcome]]) -> str | None:
-    for tier, found in answered.values():
-        if tier.is_api and isinstance(found.results, str):
-            return found.results
-    return None
+    text = _text_leg(answered)
+    return None if text is None else text.results
 
 
 def budget_warning(run: Run, tiers: list[Tier], shares: dict[int, int]) -> str:

@@ -92,10 +92,16 @@ def plan(agent_id: str, query: str, settings: Settings, routed: str) -> list[Tie
         steps = [("web_fetch", e) for e in first_engines] + [(p, None) for p in apis]
         steps.append(("web_fetch", last_engine))
         return [Tier(n, p, e) for n, (p, e) in enumerate(steps, 1)]
-    apis = [routed, *other_providers(routed, chain)]  # Strategy A: the APIs, then the fallback
+    # Strategy A: the APIs, then the fallback, refused for finance
+    return apis_then_engine(routed, settings, last_engine, blocked=is_finance(query, settings))
+
+
+def apis_then_engine(routed: str, settings: Settings, engine: str, *, blocked: bool) -> list[Tier]:
+    """The routed API, the rest of the chain (`other_providers`), then `engine`, numbered from 1:
+    Strategy A's plan, and deep mode's legs."""
+    apis = [routed, *other_providers(routed, settings.provider_order)]
     tiers = [Tier(n, p) for n, p in enumerate(apis, 1)]
-    blocked = is_finance(query, settings)
-    tiers.append(Tier(len(tiers) + 1, "web_fetch", last_engine, finance_blocked=blocked))
+    tiers.append(Tier(len(tiers) + 1, "web_fetch", engine, finance_blocked=blocked))
     return tiers
 
 

@@ -313,8 +313,8 @@ class _Holds:
     def charges(self, last: int | None) -> list[tuple[quota.Hold, int]]:
         """Each hold with what it is settled to; the current one to `last` (None: kept whole,
         its worst case)."""
-        ends = [*self.starts[1:]]
-        out = [(h, ends[i] - self.starts[i]) for i, h in enumerate(self.holds[:-1])]
+        # Hold i was current from starts[i] until the next hold took over at starts[i + 1].
+        out = [(h, self.starts[i + 1] - self.starts[i]) for i, h in enumerate(self.holds[:-1])]
         current = self.holds[-1]
         out.append((current, current.units if last is None else last))
         return out
