@@ -225,9 +225,8 @@ def test_a_retry_after_a_request_that_left_needs_a_unit_of_its_own(
 # --- provider-reported headroom and exhaustion -------------------------------------------------
 
 
-def test_a_provider_that_reports_less_left_wins_and_one_that_reports_more_never_raises(
-    env: Env, fake: FakeServer
-) -> None:
+def brave_only_month(env: Env, fake: FakeServer) -> None:
+    """Brave alone, 40 units a month, `cron` allocated 50: the month is the window that binds."""
     configure(
         env,
         fake,
@@ -235,6 +234,12 @@ def test_a_provider_that_reports_less_left_wins_and_one_that_reports_more_never_
         agent_allocations={"cron": {"gemini": 0, "brave": 50}},
     )
     env.environ.pop("GEMINI_API_KEY")
+
+
+def test_a_provider_that_reports_less_left_wins_and_one_that_reports_more_never_raises(
+    env: Env, fake: FakeServer
+) -> None:
+    brave_only_month(env, fake)
     fake.route(BRAVE_PATH, brave_ok(remaining=3), brave_ok(2), brave_ok(1), brave_ok(0))
     fake.route("/html/", Reply(404, b"no"))
     first = search(env, "nasa one")

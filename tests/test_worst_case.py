@@ -21,6 +21,7 @@ from tests.test_billing import (
     BRAVE_PATH,
     GEMINI_PATH,
     brave_ok,
+    brave_only_month,
     configure,
     gemini_answer,
     search,
@@ -167,13 +168,7 @@ def test_holds_show_in_flight_until_settled_or_past_their_time() -> None:
 def test_after_a_provider_report_calls_without_a_new_report_count_down_from_it(
     env: Env, fake: FakeServer
 ) -> None:
-    configure(
-        env,
-        fake,
-        providers={"brave": {"daily_limit": 50, "monthly_limit": 40}},
-        agent_allocations={"cron": {"gemini": 0, "brave": 50}},
-    )
-    env.environ.pop("GEMINI_API_KEY")
+    brave_only_month(env, fake)
     # One answer says 3 are left; the next answers carry no rate-limit headers at all.
     fake.route(BRAVE_PATH, brave_ok(remaining=3), brave_ok())
     fake.route("/html/", Reply(404, b"no"))
