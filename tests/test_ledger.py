@@ -340,3 +340,52 @@ def test_only_the_ledger_pays_for_fsync(env: Env, monkeypatch: pytest.MonkeyPatc
         doc.update(lambda d: ({"n": 1}, None))
         assert len(synced) == expected, advisory
         assert json.loads((env.state_dir / "x.json").read_text()) == {"n": 1}
+
+
+@pytest.mark.files_only
+def test_a_write_may_skip_its_fsyncs_and_stays_atomic(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from smart_search.store.statefile import StateFile
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    doc = StateFile(str(env.state_dir), "x.json", 1000, advisory=False)
+    doc.update(lambda d: ({"n": 1}, None), durable=False)
+    assert synced == []
+    assert json.loads((env.state_dir / "x.json").read_text()) == {"n": 1}
+    assert not (env.state_dir / "x.json.tmp").exists()
+    doc.update(lambda d: ({"n": (d or {})["n"] + 1}, None))
+    assert len(synced) == 2
+    assert json.loads((env.state_dir / "x.json").read_text()) == {"n": 2}
+
+
+@pytest.mark.files_only
+@pytest.mark.parametrize(
+    ("held", "billed", "settle_synced"),
+    [(1, 1, False), (3, 1, False), (3, 0, False), (1, 3, True)],
+)
+def test_the_hold_is_flushed_and_a_settle_only_when_it_charges_more_than_it_held(
+    env: Env, monkeypatch: pytest.MonkeyPatch, held: int, billed: int, settle_synced: bool
+) -> None:
+    """The hold is what stops over-spend, so it reaches the disk before the request leaves. A
+    settle that gives units back (or only clears the hold) may be lost in an OS crash: the worst
+    case stays charged. A settle that charges past the hold (the provider billed more than
+    max_units_per_call) is flushed: losing it would under-count."""
+    from smart_search.budget.ledger import Ledger
+
+    env.write_config({"providers": {"gemini": {"max_units_per_call": held}}})
+    s = env.settings()
+    ledger = Ledger(s)
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    hold, _left = ledger.reserve("cron", "gemini")
+    assert len(synced) == 2  # the file and its directory
+    synced.clear()
+    ledger.settle("cron", "gemini", [(hold, billed)])
+    assert len(synced) == (2 if settle_synced else 0)
+    window = json.loads((env.state_dir / "search-quota.json").read_text())["windows"]["gemini"]
+    assert window["day_used"] == billed
+    assert window.get("holds", {}) == {}

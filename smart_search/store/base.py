@@ -45,8 +45,12 @@ class Store(Protocol):
         """The document as it stands (whole, never torn), or None when there is none yet."""
         ...
 
-    def update(self, name: str, change: Change[T]) -> T:
-        """Apply `change` atomically; write what it returns (None: no write); return its result."""
+    def update(self, name: str, change: Change[T], *, durable: bool = True) -> T:
+        """Apply `change` atomically; write what it returns (None: no write); return its result.
+
+        `durable=False`: the write may skip flushing to disk (a backend that flushes, the file
+        one, does not wait for it). Only for a change whose loss in an OS crash errs on the safe
+        side, as a settle that only gives units back does (it leaves the worst case charged)."""
         ...
 
     def where(self) -> str:

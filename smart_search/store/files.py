@@ -46,10 +46,10 @@ class FileStore:
             return self.cache_db().read_document(name)
         return self.file(name).read()
 
-    def update(self, name: str, change: Change[T]) -> T:
+    def update(self, name: str, change: Change[T], *, durable: bool = True) -> T:
         if name in IN_CACHE_DB:
             return self.cache_db().update_document(name, change)  # type: ignore[no-any-return]
-        return self.file(name).update(change)
+        return self.file(name).update(change, durable=durable)
 
     def export_state(self) -> dict[str, Any]:
         from smart_search.store.base import export_documents

@@ -187,7 +187,8 @@ class RedisStore:
             raise
         return self._parse(name, raw)
 
-    def update(self, name: str, change: Change[T]) -> T:
+    def update(self, name: str, change: Change[T], *, durable: bool = True) -> T:
+        # Redis's own persistence settings decide durability: `durable` has nothing to skip.
         kind = DOCUMENTS[name]
         try:
             return self._update(name, change)
