@@ -533,3 +533,46 @@ def test_gated_matching_finds_what_every_rule_finds_on_the_corpus(text: str) -> 
     everything = sorted(m.span() for p in _ALL_RULES for m in p.finditer(words))
     assert gated == everything
     assert _gate_misses(words) == []
+
+
+# --- the lazy token pattern: text without a gate character cannot hold a token -------------------
+
+_TOKENS_ALWAYS = re.compile(_sanitize._TOKENS, re.IGNORECASE)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.from_regex(_superset_regex(_sanitize._TOKENS), fullmatch=True))
+def test_every_string_the_token_pattern_can_match_holds_a_gate_character(text: str) -> None:
+    assert any(gate in text for gate in _sanitize._TOKEN_GATES), text
+
+
+@pytest.mark.parametrize("text", HOSTILE + BENIGN)
+def test_gated_token_matching_finds_what_the_pattern_finds_on_the_corpus(text: str) -> None:
+    shadow, _offsets = _sanitize._shadow(text)
+    everything = [m.span() for m in _TOKENS_ALWAYS.finditer(shadow)]
+    gated = [span[:2] for span in _sanitize._find(text) if not span[2]]
+    if _offsets is None:
+        assert gated == [s for s in everything if s[1] > s[0]]
+    if everything:
+        assert any(gate in shadow for gate in _sanitize._TOKEN_GATES)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/a b",
+        "https://example.com/\x7fx",
+        "https://example.com/\u200bx",
+        "https://exa\u00admple.com/",
+        "https://example.com/\tx",
+    ],
+)
+def test_a_url_with_an_unsafe_character_is_encoded_past_the_ascii_fast_path(url: str) -> None:
+    out = _sanitize.safe_url(url)
+    assert out is not None and out.isascii() and out.isprintable() and " " not in out
+    assert out != url
+
+
+def test_a_printable_ascii_url_passes_the_fast_path_unchanged() -> None:
+    url = "https://example.com/path?q=a+b&x=%20#frag"
+    assert _sanitize.safe_url(url) == url

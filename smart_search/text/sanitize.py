@@ -257,27 +257,33 @@ _VERB_GATE = (
     "ignor", "disregard", "forget", "overrid", "bypass", "discard", "abandon", "aside",
     "follow", "mind",
 )  # fmt: skip
+# A word the templates put after `~` (one or more spaces) is gated with its leading space: " ai"
+# does not fire on "said" or "default", nor " now" on "know".
 _ROLE_GATE = (
-    "unrestricted", "unfiltered", "uncensored", "jailbroken", "evil", "rogue", "malicious",
-    "amoral", "unethical", "unaligned", "unbound", "unlimited", "liberated", "dan", "hacker",
-    "ai", "assistant", "model",
+    " unrestricted", " unfiltered", " uncensored", " jailbroken", " evil", " rogue", " malicious",
+    " amoral", " unethical", " unaligned", " unbound", " unlimited", " liberated", " dan",
+    " hacker", " ai", " assistant", " model",
+)  # fmt: skip
+_AI_GATE = (
+    " ai", " llm", " language", " large", " chatbot", " bot", " gpt", " chatgpt", " claude",
+    " gemini", " copilot", " crawler", " scraper",
 )  # fmt: skip
 _VERB_GATES = (_VERB_GATE, _VERB_GATE, ("ignor", "disregard", "forget"), ("disregard",))
 _PHRASE_GATES = (
-    ("now",),
-    ("longer",),
+    (" now",),
+    (" longer",),
     _ROLE_GATE,
     _ROLE_GATE,
-    ("now",),
-    ("mode",),
-    ("mode",),
-    ("now",),
+    (" now",),
+    (" mode",),
+    (" mode",),
+    (" now",),
     ("prompt",),
     ("prompt", "instruction", "configuration", "guideline", "directive", "rule"),
-    (":",),
+    ("instruction", "directive", "orders", "prompt", "rules", "command"),
     ("instruction", "directive", "orders", "prompt", "programming"),
-    (":",),
-    ("user",),
+    _AI_GATE,
+    (" user",),
     ("instruc", "consignes", "regle", "regla", "istruzioni", "regole", "indicaciones"),
     ("anweisungen", "instruktionen", "regeln", "befehle", "anordnungen"),
 )
@@ -294,7 +300,7 @@ _PHRASE_RULES: tuple[tuple[tuple[str, ...], str], ...] = (
         (gate, r"(?<![a-z0-9])" + _words(t))
         for gate, t in zip(_PHRASE_GATES, _PHRASE_TEMPLATES, strict=True)
     ),
-    (("#",), _TEMPLATE_HEADER),
+    (("##",), _TEMPLATE_HEADER),
 )
 
 
@@ -316,7 +322,9 @@ _ROLE_TAGS = (
     r"|tool_calls?|tool_use|tool_results?|tool_response|tool_output|function_calls?"
     r"|function_results?|function_response|functions|search_results?|start_of_turn|end_of_turn"
 )
-_TOKENS = re.compile(
+# Every token starts with `<` or `[` (an image's `!` comes before a `[`): text holding neither
+# skips the pattern, which is compiled on first use (~1.3 ms; most snippets never need it).
+_TOKENS = (
     "|".join(
         (
             r"<\|[a-z0-9_.:\-]{1,40}\|>",  # <|im_start|>, <|endoftext|>, <|eot_id|> ...
@@ -332,9 +340,15 @@ _TOKENS = re.compile(
             r"<img\b[^<>]{0,2000}+>",
             r"!(?=\[)",  # an image whose brackets did not parse: without "!" it cannot load
         )
-    ),
-    re.IGNORECASE,
+    )
 )
+_TOKEN_GATES = ("<", "[")
+
+
+@cache
+def _tokens() -> re.Pattern[str]:
+    return re.compile(_TOKENS, re.IGNORECASE)
+
 
 # ---------------------------------------------------------------------------------------------
 # Step 4: whitespace and markers.
@@ -408,7 +422,8 @@ def sanitize_results(
     return clean
 
 
-_URL_UNSAFE = re.compile(
+# Compiled on first use (~0.4 ms): a URL of printable ASCII other than space holds none of these.
+_URL_UNSAFE = (
     r"[\x00-\x20\x7f-\xa0\u00ad\u061c\u115f\u1160\u1680\u180e"
     r"\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164\ufeff\uffa0"
     r"\ud800-\udfff\U000e0000-\U000e01ef]"
@@ -420,7 +435,9 @@ def safe_url(url: object) -> str | None:
     else None."""
     if not isinstance(url, str):
         return None
-    url = _URL_UNSAFE.sub(_percent_encode, url.strip())
+    url = url.strip()
+    if not (url.isascii() and url.isprintable() and " " not in url):
+        url = re.sub(_URL_UNSAFE, _percent_encode, url)
     return url if is_web_url(url) else None
 
 
@@ -441,7 +458,9 @@ def _tidy(text: str, keep_newlines: bool) -> str:
 def _find(text: str) -> list[tuple[int, int, bool]]:
     """(start, end, is_phrase) spans to remove, in `text` coordinates."""
     shadow, offsets = _shadow(text)
-    spans = [(m.start(), m.end(), False) for m in _TOKENS.finditer(shadow)]
+    spans = []
+    if any(gate in shadow for gate in _TOKEN_GATES):
+        spans = [(m.start(), m.end(), False) for m in _tokens().finditer(shadow)]
     # U+0130 is the one character whose lower case is longer; folding never yields it anyway.
     words = shadow.translate(_PHRASE_PUNCT).replace("\u0130", "I").lower()
     spans += [(m.start(), m.end(), True) for m in _phrase_matches(words)]
