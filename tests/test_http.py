@@ -366,3 +366,24 @@ def test_a_proxy_from_the_environment_carries_requests_off_loopback(
     direct = send(HttpRequest("GET", fake.url + "/page"), deadline=time.monotonic() + 5,
                   request_timeout_s=5)  # fmt: skip
     assert direct.status == 200 and fake.requests[-1].target == "/page"
+
+
+def test_a_request_is_frozen_compares_by_value_and_never_shows_its_key() -> None:
+    request = HttpRequest(
+        "GET", "https://api.example.com/x?y=1", headers={"x-subscription-token": "SENTINEL-KEY"}
+    )
+    assert request.params == {} and request.cookies == {} and request.json is None
+    assert not request.follow_redirects
+    with pytest.raises(AttributeError):
+        request.url = "https://elsewhere.example.com/"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del request.method  # type: ignore[misc]
+    same = HttpRequest(
+        "GET", "https://api.example.com/x?y=1", headers={"x-subscription-token": "SENTINEL-KEY"}
+    )
+    assert request == same and request != HttpRequest("POST", request.url)
+    assert "SENTINEL" not in repr(request) and "y=1" not in repr(request)
+    with pytest.raises(TypeError):
+        hash(request)
+    with pytest.raises(TypeError):
+        HttpRequest("GET", "https://api.example.com/", {"q": "x"})  # type: ignore[misc]

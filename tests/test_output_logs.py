@@ -176,3 +176,20 @@ def test_every_line_the_writer_writes_is_what_the_line_schema_allows(env: Env) -
     # The schema is strict enough to catch a line missing `mode` or carrying an invented field.
     assert not validator.is_valid({k: v for k, v in lines[0].items() if k != "mode"})
     assert not validator.is_valid({**lines[0], "modus": "deep"})
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    name=st.one_of(
+        st.text(max_size=30),
+        st.from_regex(r"search-[0-9\u0660-\u0669-]{10}\.jsonl", fullmatch=True),
+        st.from_regex(r"search-\d{4}-\d{2}-\d{2}\.jsonl", fullmatch=True),
+    )
+)
+def test_the_log_name_check_without_a_pattern_agrees_with_the_pattern(name: str) -> None:
+    import re
+
+    from smart_search.logs.files import SEARCH_LOG, _log_stamp
+
+    match = re.fullmatch(SEARCH_LOG, name)
+    assert _log_stamp(name) == (match.group(1) if match else None)

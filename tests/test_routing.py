@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from smart_search.host.config import load_settings
 from smart_search.search import planner
@@ -107,3 +109,22 @@ def test_a_bad_provider_order_is_a_config_error_naming_the_key(
     env.write_config({"provider_order": value})
     r = env.call("search_quota_status")
     assert (r["error_code"], r["error"]) == ("config_error", message)
+
+
+_WORDS = st.sampled_from(["stock", "Share", "price", "nasa", "esa", "mesa", "ipo", "hippo", "ſtock",
+                          "\u212aelvin", "kelvin", "s&p", "ünïcode", "today", "", " "])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    query=st.lists(st.one_of(_WORDS, st.text(max_size=6)), max_size=6).map(" ".join),
+    keywords=st.lists(st.lists(_WORDS, min_size=1, max_size=2).map(" ".join), max_size=4),
+)
+def test_the_keyword_gate_never_hides_a_match(query: str, keywords: list[str]) -> None:
+    """The cheap pre-check may only say "no" where the pattern finds nothing."""
+    from smart_search.search import planner
+
+    pattern = planner._keyword_pattern(tuple(keywords))
+    if pattern is not None and pattern.search(query):
+        assert planner._may_match(query, tuple(keywords))
+        assert planner.matches_any(query, tuple(keywords))

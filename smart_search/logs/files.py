@@ -14,7 +14,6 @@ through. Every record is scrubbed of the configured API keys before it is writte
 from __future__ import annotations
 
 import os
-import re
 import stat
 import sys
 from datetime import date, timedelta
@@ -28,8 +27,9 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # search-2026-11-30.jsonl (the ledger's day), and the copies a rotation tool may leave beside it,
 # search-2026-11-30.jsonl.1, ....jsonl.2.gz (the report reads those too; retention leaves them).
-SEARCH_LOG = re.compile(r"search-(\d{4}-\d{2}-\d{2})\.jsonl")
-ROTATED_SEARCH_LOG = re.compile(SEARCH_LOG.pattern + r"(?:\.(\d{1,6}))?(\.gz)?")
+# Patterns, compiled by `re` on first use (this module loads on every call; these seldom run).
+SEARCH_LOG = r"search-([0-9]{4}-[0-9]{2}-[0-9]{2})\.jsonl"
+ROTATED_SEARCH_LOG = SEARCH_LOG + r"(?:\.([0-9]{1,6}))?(\.gz)?"
 
 
 def search_log_name(day: str) -> str:
@@ -115,6 +115,18 @@ def append(dir_fd: int, name: str, data: bytes) -> None:
         os.close(fd)
 
 
+def _log_stamp(name: str) -> str | None:
+    """The date part of a day's log name (`SEARCH_LOG`), without compiling the pattern: this
+    runs on every call."""
+    if len(name) != 23 or not (name.startswith("search-") and name.endswith(".jsonl")):
+        return None
+    stamp = name[7:17]
+    digits = stamp[:4] + stamp[5:7] + stamp[8:]
+    if stamp[4] != "-" or stamp[7] != "-" or not (digits.isascii() and digits.isdigit()):
+        return None
+    return stamp
+
+
 def prune_logs(directory: str | int, today: str, retention_days: int) -> list[str]:
     """Delete search logs dated more than `retention_days` before `today`; returns their names.
 
@@ -123,11 +135,11 @@ def prune_logs(directory: str | int, today: str, retention_days: int) -> list[st
     dir_fd = directory if isinstance(directory, int) else None
     removed = []
     for name in os.listdir(directory):
-        match = SEARCH_LOG.fullmatch(name)
-        if not match:
+        stamp = _log_stamp(name)
+        if stamp is None:
             continue
         try:
-            dated = date.fromisoformat(match.group(1))
+            dated = date.fromisoformat(stamp)
         except ValueError:
             continue  # search-2026-13-45.jsonl is not ours to judge
         if dated < oldest:

@@ -8,6 +8,7 @@ logs is `logs.ROTATED_SEARCH_LOG` (the day's file and the copies a rotation tool
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from datetime import date
 from typing import Any
@@ -40,7 +41,7 @@ def list_log_files(directory: str, stats: FileStats) -> dict[str, list[str]]:
         return by_day
     with entries:
         for entry in entries:
-            match = ROTATED_SEARCH_LOG.fullmatch(entry.name)
+            match = re.fullmatch(ROTATED_SEARCH_LOG, entry.name)
             if match is None:
                 stats.ignored += 1
                 continue

@@ -63,7 +63,8 @@ def parse_config_text(raw: bytes, label: str) -> Any:
         raise ConfigError(f"{label} is not valid JSON5{where}.") from None
 
 
-_TOKEN = re.compile(
+# The rewrite's tokens, compiled only when a file is not plain JSON (config is read on every call).
+_TOKEN = (
     r"""
     (?P<ws>[ \t\r\n]+)
   | (?P<line>//[^\n]*)
@@ -76,7 +77,7 @@ _TOKEN = re.compile(
     """,
     re.X | re.S,
 )
-_SIMPLE_ESCAPE = re.compile(r"\\[^\"\\/bfnrtu]")
+_SIMPLE_ESCAPE = r"\\[^\"\\/bfnrtu]"
 
 
 def _json5_to_json(text: str) -> str | None:
@@ -84,7 +85,8 @@ def _json5_to_json(text: str) -> str | None:
     out: list[str] = []
     pos = 0
     n = len(text)
-    match = _TOKEN.match
+    match = re.compile(*_TOKEN).match
+    simple_escape = re.compile(_SIMPLE_ESCAPE).search
     while pos < n:
         m = match(text, pos)
         if m is None:
@@ -95,7 +97,7 @@ def _json5_to_json(text: str) -> str | None:
         if kind in ("ws", "line", "block"):
             continue
         if kind == "dq":
-            if _SIMPLE_ESCAPE.search(token):
+            if simple_escape(token):
                 return None
             out.append(token)
         elif kind == "sq":

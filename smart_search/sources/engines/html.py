@@ -39,9 +39,7 @@ _CODE_TAGS = frozenset(("script", "style", "template"))
 # Attributes of elements a page shows (a <template>'s content is inert until a script uses it).
 _URLS = "//@*[name()='href' or name()='src' or name()='action'][not(ancestor::template)]"
 _NAMES = "//@*[name()='id' or name()='class'][not(ancestor::template)]"
-_META_CHARSET = re.compile(
-    rb"""<meta[^>]{0,200}?charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.I
-)
+_META_CHARSET = rb"""(?i)<meta[^>]{0,200}?charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})"""
 
 
 # --- the outcome ladder -----------------------------------------------------------------------
@@ -166,7 +164,7 @@ def parse_html(body: bytes, label: str) -> HtmlElement:
 def _to_utf8(body: bytes) -> bytes:
     if body.startswith((b"\xff\xfe", b"\xfe\xff")):
         return body.decode("utf-16", errors="replace").encode("utf-8")
-    declared = _META_CHARSET.search(body[:4096])
+    declared = re.search(_META_CHARSET, body[:4096])
     encoding = declared.group(1).decode("ascii") if declared else "windows-1252"
     try:
         text = body.decode(encoding, errors="replace")

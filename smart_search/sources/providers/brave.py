@@ -36,11 +36,11 @@ PATH = "/res/v1/web/search"
 MAX_QUERY_CHARS = 400
 MAX_QUERY_WORDS = 50
 
-_TAG = re.compile(r"<[^>]*>")
-_SPACE = re.compile(r"\s+")
+_TAG = r"<[^>]*>"  # patterns, compiled by `re` on first use
+_SPACE = r"\s+"
 # A window of a day or longer is a quota, not a rate limit.
 _QUOTA_WINDOW_S = 86400
-_WINDOW = re.compile(r";\s*w\s*=\s*(\d+)")
+_WINDOW = r";\s*w\s*=\s*(\d+)"
 
 
 def fit_query(query: str) -> tuple[str, str | None]:
@@ -159,7 +159,7 @@ def plain_text(value: object) -> str:
         return ""
     import html  # html.entities' table: only when an answer is parsed, never on a cache hit
 
-    return _SPACE.sub(" ", html.unescape(_TAG.sub("", value))).strip()
+    return re.sub(_SPACE, " ", html.unescape(re.sub(_TAG, "", value))).strip()
 
 
 def _result(item: object) -> dict[str, str] | None:
@@ -198,7 +198,7 @@ def _quota_window_spent(headers: dict[str, str]) -> bool:
     """True when a window of a day or longer (the monthly quota) has nothing remaining."""
     remaining = _header_list(headers, "x-ratelimit-remaining")
     policy = _header_list(headers, "x-ratelimit-policy")
-    windows = [_WINDOW.search(p) for p in policy]
+    windows = [re.search(_WINDOW, p) for p in policy]
     for index, value in enumerate(remaining):
         if value != "0":
             continue
@@ -231,7 +231,7 @@ def observation(resp: HttpResponse) -> dict[str, Any] | None:
     index = None
     if policy and len(policy) == len(remaining):
         for i, entry in enumerate(policy):
-            found = _WINDOW.search(entry)
+            found = re.search(_WINDOW, entry)
             if found and int(found.group(1)) >= _QUOTA_WINDOW_S:
                 index = i
     elif len(remaining) >= 2:

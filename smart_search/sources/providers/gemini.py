@@ -35,13 +35,13 @@ NAME = "gemini"
 EMPTY = "Gemini returned an empty response."
 PATH = "/v1beta/models/{model}:generateContent"
 # Gemini 2.x (and 1.x) bill per grounded prompt; Gemini 3 and later per search query it runs.
-_PER_PROMPT_MODEL = re.compile(r"gemini-(1|2)(\.|-)")
+_PER_PROMPT_MODEL = r"gemini-(1|2)(\.|-)"
 
 
 def default_unit(section: dict[str, Any]) -> str:
     """The unit a model bills in when config does not say: per prompt before Gemini 3."""
     model = section.get("gemini_model")
-    per_prompt = isinstance(model, str) and _PER_PROMPT_MODEL.match(model)
+    per_prompt = isinstance(model, str) and re.match(_PER_PROMPT_MODEL, model)
     return "request" if per_prompt else "search_query"
 
 
@@ -69,9 +69,9 @@ SOURCE = Source(
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)s\s*")
+_DURATION = r"\s*(\d+(?:\.\d+)?)s\s*"
 # "Please retry in 21.417306518s." in the error message, used only without RetryInfo.
-_RETRY_IN_TEXT = re.compile(r"retry in (\d+(?:\.\d+)?)s\b", re.IGNORECASE)
+_RETRY_IN_TEXT = r"(?i)retry in (\d+(?:\.\d+)?)s\b"
 
 
 def build_request(
@@ -141,7 +141,7 @@ def classify_error(resp: HttpResponse, settings: Settings) -> errors.SearchError
             return errors.QuotaExhausted(message, http_status=status)
         wait = _retry_delay(details)
         if wait is None:
-            found = _RETRY_IN_TEXT.search(text)
+            found = re.search(_RETRY_IN_TEXT, text)
             if found:
                 wait = float(found.group(1))
             else:
@@ -265,7 +265,7 @@ def _retry_delay(details: list[dict[str, Any]]) -> float | None:
         if detail.get("@type") != _RETRY_INFO:
             continue
         delay = detail.get("retryDelay")
-        found = _DURATION.fullmatch(delay) if isinstance(delay, str) else None
+        found = re.fullmatch(_DURATION, delay) if isinstance(delay, str) else None
         if found:
             return float(found.group(1))
     return None
