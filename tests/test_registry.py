@@ -80,10 +80,10 @@ def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, Any], list[
 
 
 def test_the_registry_holds_every_source_once_in_declared_order() -> None:
-    assert registry.api_names() == PROVIDERS == ("gemini", "brave")
+    assert registry.api_names() == PROVIDERS == ("gemini", "brave", "exa", "serper")
     assert registry.web_names() == ENGINES == ("google", "bing", "duckduckgo")
     names = [s.name for s in registry.sources()]
-    assert len(names) == len(set(names)) == 5
+    assert len(names) == len(set(names)) == 7
     for source in registry.sources():
         module = registry.module(source.name)
         assert module.SOURCE is source and module.NAME == source.name
@@ -142,8 +142,11 @@ def test_a_new_provider_is_one_module(tmp_path: Path) -> None:
         assert found["error"] is None, found
         assert (found["provider_used"], found["quota_source"]) == ("throwaway", "agent_allocation")
         assert found["results"][0]["url"] == "https://news.example/webb"
-        assert [a["provider"] for a in found["attempts"]] == ["brave", "gemini", "throwaway"]
-        assert found["attempts"][2]["units"] == 1 and found["queries_remaining"] == 1
+        # The other keyless APIs (in declared order) are tried and skipped before it.
+        others = [n for n in registry.api_names() if n not in ("brave", "gemini")]
+        attempted = [a["provider"] for a in found["attempts"]]
+        assert attempted == ["brave", "gemini", *others, "throwaway"]
+        assert found["attempts"][-1]["units"] == 1 and found["queries_remaining"] == 1
         sent = fake.requests_to("/search")
         assert len(sent) == 1 and sent[0].headers["x-api-key"] == "SENTINEL-THROWAWAY-KEY-0001"
         status = _cli(root, environ, {"tool": "search_quota_status"})

@@ -1,0 +1,191 @@
+"""Exa `POST /search`: the wire format, both ways (docs/sources/exa.md).
+
+Quirks worth knowing:
+- The key travels in the `x-api-key` header (Exa also takes `Authorization: Bearer`); never in
+  the URL or the body.
+- Without `contents` a result is metadata only (title, url, dates): the request asks for
+  `highlights`, the query-relevant excerpts that are free for the first 10 results, and the
+  snippet is the first highlight (else the start of `text` or `summary`).
+- Exa bills per request that returns up to 10 results and per result beyond 10 on top, so
+  `numResults` is kept at 10 or under: every call is one request.
+- 402 is "credits exhausted or the key's spending budget exceeded" (tags `NO_MORE_CREDITS`,
+  `API_KEY_BUDGET_EXCEEDED`): waiting will not help. 429 is the per-second rate limit.
+- Error bodies are `{"requestId", "error", "tag"}`; no body text is copied into a message.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from smart_search import errors
+from smart_search.sources.providers.parsing import Answer, json_object, shape_error, status_error
+from smart_search.sources.source import Source
+
+if TYPE_CHECKING:
+    from smart_search.host.config import Settings
+    from smart_search.sources.http import HttpRequest, HttpResponse
+
+NAME = "exa"
+EMPTY = "Exa returned no results."
+PATH = "/search"
+# One request bills up to 10 results; each result beyond 10 costs extra (Exa's pricing page).
+MAX_RESULTS = 10
+DEFAULT_RESULTS = 10
+SNIPPET_CHARS = 500
+_SPACE = r"\s+"  # a pattern, compiled by `re` on first use
+
+SOURCE = Source(
+    name=NAME,
+    label="Exa",
+    kind="api",
+    order=4,
+    endpoint="https://api.exa.ai",
+    key_variable="EXA_API_KEY",
+    not_configured="Exa is not configured. Add EXA_API_KEY to openclaw.json to enable it.",
+    units=("request",),
+    # The Free Tier's $10 of credits a month at $7 per 1,000 search requests (Exa's pricing
+    # page, read 2026-12) buys 1,428 requests; a day's share of them is 46. Exa has no daily
+    # allowance: the day window only spreads the month.
+    daily_limit=46,
+    monthly_limit=1428,
+    reset_timezone="UTC",
+    described="the Exa search API",
+)
+
+
+def build_request(
+    query: str, settings: Settings, *, filters: dict[str, Any] | None = None
+) -> HttpRequest:
+    """POST the query as JSON with the key in its header. `filters` (see `filter_params`) add
+    Exa's own body keys; None changes nothing."""
+    # The tier walk checked the key once, before reserving a unit (tiers._api_tier).
+    from smart_search.sources.http import HttpRequest
+
+    secret = settings.api_keys[NAME]
+    assert secret is not None
+    body: dict[str, Any] = {
+        "query": query,
+        "type": "auto",
+        "numResults": DEFAULT_RESULTS,
+        "contents": {"highlights": True},
+    }
+    if filters:
+        body.update(filter_params(filters)[0])
+    return HttpRequest(
+        "POST",
+        settings.endpoints[NAME] + PATH,
+        headers={"x-api-key": secret.reveal(), "Accept": "application/json"},
+        json=body,
+    )
+
+
+def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
+    """`[{title, url, snippet}]`, or the `errors` class the response stands for."""
+    if not 200 <= resp.status < 300:
+        raise classify_error(resp)
+    data = json_object(SOURCE.label, resp)
+    raw_results = data.get("results")
+    if not isinstance(raw_results, list):
+        raise shape_error(SOURCE.label, resp)
+    results = [r for r in (_result(item) for item in raw_results) if r is not None]
+    if not results:
+        raise errors.NoResults(EMPTY, http_status=resp.status)
+    return Answer(results=results)
+
+
+def classify_error(resp: HttpResponse) -> errors.SearchError:
+    """The error for a non-2xx status: 402 is spent credits (or the key's budget), 429 the
+    rate limit; the rest as every provider's (401/403 refusals, 5xx server errors)."""
+    status = resp.status
+    message = errors.api_error(SOURCE.label, status)
+    if status == 402:
+        return errors.QuotaExhausted(message, http_status=status)
+    if status == 429:
+        from smart_search.sources.http import retry_after_seconds
+
+        return errors.RateLimited(
+            message, http_status=status, retry_after=retry_after_seconds(resp.headers)
+        )
+    return status_error(SOURCE.label, resp)
+
+
+def _result(item: object) -> dict[str, str] | None:
+    if not isinstance(item, dict):
+        return None
+    url = item.get("url")
+    if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+        return None
+    title = item.get("title")
+    return {
+        "title": _clean(title) if isinstance(title, str) else "",
+        "url": url,
+        "snippet": _snippet(item),
+    }
+
+
+def _snippet(item: dict[str, Any]) -> str:
+    """The first highlight, else the start of the page text or the summary."""
+    highlights = item.get("highlights")
+    if isinstance(highlights, list):
+        for highlight in highlights:
+            if isinstance(highlight, str) and highlight.strip():
+                return _clean(highlight)[:SNIPPET_CHARS]
+    for key in ("text", "summary"):
+        value = item.get(key)
+        if isinstance(value, str) and value.strip():
+            return _clean(value)[:SNIPPET_CHARS]
+    return ""
+
+
+def _clean(text: str) -> str:
+    return re.sub(_SPACE, " ", text).strip()
+
+
+def billed_units(resp: HttpResponse, settings: Settings) -> int:
+    """One request per 2xx (Exa bills a request with its results, none or ten); nothing for an
+    error status."""
+    return 1 if 200 <= resp.status < 300 else 0
+
+
+def observation(resp: HttpResponse) -> dict[str, Any] | None:
+    """A 402 says the credits (or the key's budget) are spent: the month is exhausted. Exa
+    reports no remaining balance on a search answer."""
+    if resp.status != 402:
+        return None
+    return {"exhausted": "month", "why": "Exa 402 (credits exhausted)"}
+
+
+# --- filters (issue 15) ----------------------------------------------------------------------
+
+
+def filter_params(
+    filters: dict[str, Any], *, now: datetime | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """Exa's body keys for the search filters, and the filters it cannot honour.
+
+    count → `numResults` (1-10: more would bill extra results), freshness →
+    `startPublishedDate` (a day, 7, 30 or 365 days before `now`), country → `userLocation`
+    (a two-letter ISO code). Exa has no language filter: language is reported as unsupported.
+    """
+    from smart_search.sources.filters import FRESHNESS_DAYS, normalise, utc_now, valid_count
+
+    wanted = normalise(filters)
+    body: dict[str, Any] = {}
+    unsupported: list[str] = []
+    for name, value in wanted.items():
+        if name == "count" and (valid_count(value) or 0) and value <= MAX_RESULTS:
+            body["numResults"] = value
+        elif name == "freshness" and str(value) in FRESHNESS_DAYS:
+            start = utc_now(now).replace(microsecond=0) - timedelta(days=FRESHNESS_DAYS[value])
+            body["startPublishedDate"] = start.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        elif name == "country" and _is_code(value):
+            body["userLocation"] = value
+        else:
+            unsupported.append(name)
+    return body, unsupported
+
+
+def _is_code(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 2 and value.isascii() and value.isalpha()
