@@ -1,0 +1,342 @@
+"""Serper (issue 20, point 1) through call_provider and the whole runner, against a loopback fake
+that sends the answers Serper documents (tests/fixtures/api/serper-*.json)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from smart_search import errors
+from smart_search.host.config import Settings, load_settings
+from smart_search.sources.filters import unsupported_warning
+from smart_search.sources.http import HttpResponse
+from smart_search.sources.providers import serper
+from smart_search.sources.providers.calls import ProviderCall, call_provider
+from tests.conftest import Env
+from tests.fakes import FakeServer, Reply, fixture_bytes
+
+KEY = "SENTINEL-SERPER-KEY-0001"
+PATH = "/search"
+
+
+@pytest.fixture
+def fake() -> FakeServer:
+    with FakeServer() as server:
+        yield server
+
+
+def make_settings(tmp_path: Path, fake: FakeServer, **config: object) -> Settings:
+    section = {
+        "endpoints": {"serper": fake.url},
+        "retry_base_delay": 10,
+        "request_timeout_ms": 3000,
+        "total_timeout_ms": 10000,
+        **config,
+    }
+    path = tmp_path / "openclaw.json"
+    path.write_bytes(orjson.dumps({"skills": {"entries": {"smart-search": {"config": section}}}}))
+    return load_settings({"OPENCLAW_CONFIG_PATH": str(path), "HOME": str(tmp_path),
+                          "SERPER_API_KEY": KEY})  # fmt: skip
+
+
+def run(settings: Settings, query: str = "james webb launch", **kw: object) -> ProviderCall:
+    return call_provider("serper", query, settings, time.monotonic() + 10, **kw)
+
+
+def response(status: int, body: bytes = b"{}") -> HttpResponse:
+    return HttpResponse(status=status, headers={}, body=body)
+
+
+# --- the request ---
+
+
+def test_request_is_a_json_post_with_the_key_in_its_header_only(
+    tmp_path: Path, fake: FakeServer
+) -> None:
+    fake.route(PATH, Reply(200, body=fixture_bytes("serper-ok.json")))
+    record = run(make_settings(tmp_path, fake), query="when did JWST launch")
+    assert record.error is None
+    (seen,) = fake.requests
+    assert (seen.method, seen.path, seen.query) == ("POST", PATH, {})
+    assert seen.headers["x-api-key"] == KEY
+    assert seen.headers["content-type"].startswith("application/json")
+    assert KEY not in seen.target and KEY.encode() not in seen.body
+    assert seen.json() == {"q": "when did JWST launch", "num": 10}
+
+
+# --- parsing ---
+
+
+def test_organic_results_are_title_url_snippet_and_junk_links_are_dropped(
+    tmp_path: Path, fake: FakeServer
+) -> None:
+    fake.route(PATH, Reply(200, body=fixture_bytes("serper-ok.json")))
+    record = run(make_settings(tmp_path, fake))
+    assert record.error is None and record.retries == 0
+    # The knowledge graph and "people also ask" are not web results; the ftp:// link is junk.
+    assert record.answer.results == [
+        {
+            "title": "James Webb Space Telescope - NASA Science",
+            "url": "https://science.nasa.gov/mission/webb/",
+            "snippet": "Webb launched on Dec. 25th 2021 and is the premier observatory of the "
+            "next decade.",
+        },
+        {
+            "title": "Webb's launch - ESA",
+            "url": "https://www.esa.int/Science_Exploration/Space_Science/Webb/Webb_launch",
+            "snippet": "",
+        },
+    ]
+    assert record.units == 1 and record.http_status == 200 and record.observation is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        fixture_bytes("serper-empty.json"),
+        orjson.dumps({"searchParameters": {"q": "x"}, "credits": 1}),  # no `organic` at all
+        orjson.dumps({"organic": [{"title": "x", "link": "mailto:a@b.c"}, {"title": "y"}]}),
+    ],
+    ids=["empty", "no-organic", "only-junk"],
+)
+def test_empty_is_no_results_and_not_retried(tmp_path: Path, fake: FakeServer, body: bytes) -> None:
+    fake.route(PATH, Reply(200, body=body))
+    record = run(make_settings(tmp_path, fake, retry_max_attempts=3))
+    assert isinstance(record.error, errors.NoResults)
+    assert str(record.error) == "Serper returned no results."
+    assert len(fake.requests) == 1
+    assert record.units == 1  # the page was billed all the same
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"<html>oops</html>", b"[]", b'{"organic": {"title": "x"}}', b'{"knowledgeGraph": {}}'],
+    ids=["html", "array", "organic-not-a-list", "no-organic-no-parameters"],
+)
+def test_unreadable_success_is_a_parse_error(tmp_path: Path, fake: FakeServer, body: bytes) -> None:
+    fake.route(PATH, Reply(200, body=body))
+    record = run(make_settings(tmp_path, fake, retry_max_attempts=3))
+    assert isinstance(record.error, errors.ParseError)
+    assert len(fake.requests) == 1
+
+
+# --- errors ---
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        (Reply(403, body=fixture_bytes("serper-403.json")), errors.AuthFailed),
+        (Reply(401, json={"message": f"Unauthorized {KEY}", "statusCode": 401}), errors.AuthFailed),
+        (Reply(400, json={"message": "Query is required", "statusCode": 400}), errors.AuthFailed),
+        (Reply(400, body=fixture_bytes("serper-400-credits.json")), errors.QuotaExhausted),
+        (
+            Reply(429, json={"message": "Not enough credits", "statusCode": 429}),
+            errors.QuotaExhausted,
+        ),
+        (Reply(402, body=b""), errors.QuotaExhausted),
+        (Reply(429, body=fixture_bytes("serper-429.json")), errors.RateLimited),
+        (Reply(429, body=b"<html>slow down</html>"), errors.RateLimited),
+        (Reply(500, json={"message": "Internal error", "statusCode": 500}), errors.ServerError),
+        (Reply(503, body=b""), errors.ProviderOverloaded),
+    ],
+    ids=[
+        "403",
+        "401-key-echoed",
+        "400-bad-request",
+        "400-no-credits",
+        "429-no-credits",
+        "402",
+        "429-rate",
+        "429-html",
+        "500",
+        "503",
+    ],  # fmt: skip
+)
+def test_error_statuses(
+    tmp_path: Path,
+    fake: FakeServer,
+    caplog: pytest.LogCaptureFixture,
+    reply: Reply,
+    kind: type[errors.SearchError],
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    fake.route(PATH, reply)
+    record = run(make_settings(tmp_path, fake, retry_max_attempts=1))
+    assert type(record.error) is kind
+    assert str(record.error) == f"Serper API error: {reply.status}"
+    assert record.error.http_status == reply.status
+    assert record.units == 0  # Serper bills successes only
+    assert KEY not in repr(vars(record.error)) and KEY not in caplog.text
+    exhausted = kind is errors.QuotaExhausted
+    assert (record.observation is not None) is exhausted
+    if exhausted:
+        assert record.observation == {
+            "exhausted": "month",
+            "why": f"Serper {reply.status} (credits exhausted)",
+        }
+
+
+def test_spent_credits_are_never_retried(tmp_path: Path, fake: FakeServer) -> None:
+    fake.route(PATH, Reply(400, body=fixture_bytes("serper-400-credits.json")),
+               Reply(200, body=fixture_bytes("serper-ok.json")))  # fmt: skip
+    record = run(make_settings(tmp_path, fake, retry_max_attempts=5))
+    assert isinstance(record.error, errors.QuotaExhausted) and not record.error.retryable
+    assert len(fake.requests) == 1
+
+
+def test_rate_limit_is_retried_then_answers(tmp_path: Path, fake: FakeServer) -> None:
+    fake.route(PATH, Reply(429, body=fixture_bytes("serper-429.json")),
+               Reply(200, body=fixture_bytes("serper-ok.json")))  # fmt: skip
+    record = run(make_settings(tmp_path, fake, retry_max_attempts=3))
+    assert record.error is None and record.retries == 1
+    assert len(fake.requests) == 2 and record.units == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "units"),
+    [
+        (fixture_bytes("serper-ok.json"), 1),
+        (orjson.dumps({"organic": [], "credits": 2}), 2),  # the answer says what it cost
+        (orjson.dumps({"organic": [], "credits": "2"}), 1),
+        (orjson.dumps({"organic": [], "credits": True}), 1),
+        (orjson.dumps({"organic": [], "credits": 10**6}), 1),
+        (orjson.dumps({"organic": []}), 1),
+        (b"not json", 1),
+        (b"[1]", 1),
+    ],
+)
+def test_billed_credits(body: bytes, units: int) -> None:
+    assert serper.billed_units(response(200, body), None) == units
+    assert serper.billed_units(response(500, body), None) == 0
+
+
+# --- filters ---
+
+
+def test_filters_map_to_serper_body_keys() -> None:
+    body, unsupported = serper.filter_params(
+        {"count": 5, "freshness": "week", "country": "DE", "language": "de"}
+    )
+    assert body == {"num": 5, "tbs": "qdr:w", "gl": "de", "hl": "de"}
+    assert unsupported == []
+
+
+@pytest.mark.parametrize(
+    ("filters", "unsupported"),
+    [
+        ({"count": 20}, ["count"]),  # a bigger page costs more credits: not sent
+        ({"count": 0}, ["count"]),
+        ({"freshness": "hour"}, ["freshness"]),
+        ({"country": "USA"}, ["country"]),
+        ({"language": "pt-br"}, ["language"]),
+        ({"freshness": "day", "count": 10}, []),
+    ],
+)
+def test_filters_serper_cannot_honour_are_reported(filters: dict, unsupported: list) -> None:
+    body, left = serper.filter_params(filters)
+    assert left == unsupported
+    assert set(body) <= {"num", "tbs", "gl", "hl"}
+    if unsupported:
+        assert unsupported_warning("Serper", left, filters).startswith(
+            "Serper could not apply these filters: "
+        )
+
+
+def test_filters_reach_the_request(tmp_path: Path, fake: FakeServer) -> None:
+    fake.route(PATH, Reply(200, body=fixture_bytes("serper-ok.json")))
+    run(make_settings(tmp_path, fake), filters={"count": 3, "country": "gb", "freshness": "year"})
+    assert fake.requests[0].json() == {"q": "james webb launch", "num": 3, "gl": "gb",
+                                       "tbs": "qdr:y"}  # fmt: skip
+
+
+# --- the whole runner ---
+
+
+def _install(env: Env, fake: FakeServer, **config: object) -> None:
+    """Serper pointed at the fake, its key in openclaw.json's top-level `env.vars`."""
+    env.write_config({"endpoints": {"serper": fake.url, "duckduckgo": fake.url},
+                      "web_fetch_min_interval_ms": 0, **config})  # fmt: skip
+    doc = json.loads(env.config_path.read_text())
+    doc["env"] = {"vars": {"SERPER_API_KEY": KEY}}
+    env.config_path.write_text(json.dumps(doc))
+
+
+def _assert_no_key_written(env: Env, *outputs: bytes | str) -> None:
+    for out in outputs:
+        assert KEY not in (out if isinstance(out, str) else out.decode())
+    for file in env.state_dir.rglob("*"):
+        if file.is_file():
+            assert KEY.encode() not in file.read_bytes(), file
+
+
+def test_forced_serper_answers_and_status_shows_its_windows(
+    tmp_path: Path, fake: FakeServer
+) -> None:
+    env = Env(tmp_path)
+    _install(env, fake)
+    fake.route(PATH, Reply(200, body=fixture_bytes("serper-ok.json")))
+    found = env.call("smart_search", {"query": "james webb launch", "agent_id": "desk",
+                                      "force_provider": "serper", "language": "fr"})  # fmt: skip
+    assert found["error"] is None, found
+    assert found["provider_used"] == "serper" and found["fallback_used"] is False
+    assert found["results"][0]["url"] == "https://science.nasa.gov/mission/webb/"
+    assert found["attempts"][0]["provider"] == "serper" and found["attempts"][0]["units"] == 1
+    assert fake.requests_to(PATH)[0].json()["hl"] == "fr"
+    status = env.call("search_quota_status")
+    windows = status["windows"]["serper"]
+    assert windows["unit"] == "credit"
+    assert (windows["daily"]["limit"], windows["monthly"]["limit"]) == (83, 2500)
+    assert (windows["daily"]["used"], windows["monthly"]["used"]) == (1, 1)
+    proc = env.run_cli(
+        json.dumps(
+            {
+                "tool": "smart_search",
+                "args": {
+                    "query": "james webb launch",
+                    "agent_id": "desk",
+                    "force_provider": "serper",
+                },
+            }
+        )
+    )
+    assert json.loads(proc.stdout)["provider_used"] == "serper"
+    _assert_no_key_written(env, proc.stdout, proc.stderr)
+    for seen in fake.requests:
+        assert KEY not in seen.target
+
+
+def test_a_scheduled_agents_plan_walks_to_serper(tmp_path: Path, fake: FakeServer) -> None:
+    env = Env(tmp_path)
+    _install(env, fake, agent_allocations={"cron": {"serper": 2}})
+    fake.route(PATH, Reply(200, body=fixture_bytes("serper-ok.json")))
+    found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
+    assert found["error"] is None, found
+    assert (found["provider_used"], found["quota_source"]) == ("serper", "agent_allocation")
+    # No other key: every API before it in the registry's order is skipped, then Serper answers.
+    assert [a["provider"] for a in found["attempts"]] == ["brave", "gemini", "exa", "serper"]
+    assert found["queries_remaining"] == 1
+    assert env.call("search_quota_status")["agents"]["cron"]["serper"] == {
+        "allocated": 2, "used": 1, "remaining": 1}  # fmt: skip
+    _assert_no_key_written(env)
+
+
+def test_spent_credits_fall_through_and_mark_serper_exhausted(
+    tmp_path: Path, fake: FakeServer
+) -> None:
+    env = Env(tmp_path)
+    _install(env, fake)
+    fake.route(PATH, Reply(400, body=fixture_bytes("serper-400-credits.json")))
+    fake.route("/html/", Reply(404, b"no"))
+    found = env.call("smart_search", {"query": "plain words", "agent_id": "desk",
+                                      "force_provider": "serper"})  # fmt: skip
+    first = found["attempts"][0]
+    assert (first["provider"], first["error_code"], first["units"]) == (
+        "serper", "quota_exhausted", 0)  # fmt: skip
+    assert env.call("search_quota_status")["windows"]["serper"]["exhausted_until"] is not None
+    _assert_no_key_written(env)
