@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from smart_search.sources import registry
 from tests.conftest import EXAMPLE_ALLOCATIONS, Env
 from tests.fakes import FakeServer, Reply, fixture_bytes
 
@@ -25,6 +26,8 @@ DDG_PATH = "/html/"
 GOOGLE_PATH = "/search"
 QUERY = "python httpx timeout"  # no finance or Brave keyword: routed to Brave (the default)
 AGENT = "tech-news"  # Strategy A, allocation gemini 3, brave 2
+# The APIs beyond the spec's two: no key here, so each deep leg of theirs is skipped.
+OTHERS = [name for name in registry.api_names() if name not in ("gemini", "brave")]
 
 
 def html(name: str, status: int = 200, delay: float = 0.0) -> Reply:
@@ -98,11 +101,13 @@ def test_deep_call_spends_exactly_the_units_it_reports(env: Env, fake: FakeServe
     r = deep(env)
     assert r["error"] is None
     by_leg = {(a["provider"], a["engine"]): a for a in r["attempts"]}
-    assert [a["tier"] for a in r["attempts"]] == [1, 2, 3]
+    # The APIs without a key (beyond the spec's two) are legs too, skipped as not configured.
+    assert [a["tier"] for a in r["attempts"]] == list(range(1, 4 + len(OTHERS)))
+    assert {by_leg[(name, None)]["error_code"] for name in OTHERS} == {"not_configured"}
     assert by_leg[("brave", None)]["units"] == 1
     assert by_leg[("gemini", None)]["units"] == 2  # the answer ran two search queries
     assert by_leg[("web_fetch", "duckduckgo")]["units"] == 0
-    assert all(a["outcome"] == "success" for a in r["attempts"])
+    assert all(a["outcome"] == "success" for a in r["attempts"] if a["provider"] not in OTHERS)
     assert used(env) == {"gemini": 2, "brave": 1}
     assert sum(a["units"] for a in r["attempts"]) == 3 == sum(used(env).values())
     assert logged_units(env) == [3]
@@ -143,7 +148,11 @@ def test_a_smaller_budget_leaves_out_a_leg_that_could_bill_more(env: Env, fake: 
 
 
 def test_the_default_budget_is_the_sum_of_the_api_legs_worst_cases(env: Env) -> None:
-    """RULINGS 7: by default a deep call may ask both APIs; a raised worst case raises it."""
+    """RULINGS 7: by default a deep call may ask every API with a key; a raised worst case raises
+    it, and an API without a key takes no share."""
+    assert env.settings().deep_max_units == 0  # no key: web only
+    env.environ["GEMINI_API_KEY"] = "SENTINEL-GEMINI-KEY-d33p01"
+    env.environ["BRAVE_API_KEY"] = "SENTINEL-BRAVE-KEY-d33p02"
     assert env.settings().deep_max_units == 3 + 1
     env.write_config({"providers": {"gemini": {"max_units_per_call": 5}}})
     assert env.settings().deep_max_units == 5 + 1
@@ -162,6 +171,7 @@ def test_deep_max_units_zero_is_web_only(env: Env, fake: FakeServer) -> None:
     assert [(a["provider"], a["outcome"], a["units"]) for a in r["attempts"]] == [
         ("brave", "skipped", 0),
         ("gemini", "skipped", 0),
+        *[(name, "skipped", 0) for name in OTHERS],
         ("web_fetch", "success", 0),
     ]
     assert (r["provider_used"], r["web_fetch_engine"], r["quota_source"]) == (
@@ -199,7 +209,7 @@ def test_finance_query_from_a_scheduled_agent_never_scrapes(env: Env, fake: Fake
     answer_all(fake)
     r = deep(env, "NSE market open today", "stock-analysis")
     assert not fake.requests_to(DDG_PATH) and not fake.requests_to(GOOGLE_PATH)
-    web = r["attempts"][2]
+    web = r["attempts"][-1]
     assert (web["engine"], web["outcome"], web["error_code"]) == (
         "duckduckgo",
         "skipped",
@@ -229,7 +239,8 @@ def test_every_leg_failing_fails_the_call(env: Env, fake: FakeServer) -> None:
     fake.route(DDG_PATH, html("duckduckgo/blocked-challenge.html"))
     r = deep(env)
     assert r["error_code"] == "all_exhausted" and r["results"] is None
-    assert [a["outcome"] for a in r["attempts"]] == ["failed", "failed", "failed"]
+    assert [a["outcome"] for a in r["attempts"]] == [
+        "failed", "failed", *["skipped" for _ in OTHERS], "failed"]  # fmt: skip
 
 
 def test_only_gemini_answering_gives_its_citations_as_the_list(env: Env, fake: FakeServer) -> None:
@@ -275,6 +286,7 @@ def test_general_agent_deep_uses_google(env: Env, fake: FakeServer) -> None:
     assert [(a["provider"], a["engine"]) for a in r["attempts"]] == [
         ("brave", None),
         ("gemini", None),
+        *[(name, None) for name in OTHERS],
         ("web_fetch", "google"),
     ]
     assert fake.requests_to(GOOGLE_PATH) and not fake.requests_to(DDG_PATH)
@@ -391,7 +403,8 @@ def test_source_weights_and_tracking_params_shape_the_merge(env: Env, fake: Fake
         ({"source_weights": {"brave": 0}}, '"source_weights.brave" must be a positive number.'),
         (
             {"source_weights": {"yahoo": 1}},
-            '"source_weights.yahoo" is not a source (gemini, brave, google, bing, duckduckgo).',
+            '"source_weights.yahoo" is not a source (gemini, brave, exa, serper, google, bing, '
+            "duckduckgo).",
         ),
         ({"tracking_params": "utm"}, '"tracking_params" must be an array of parameter names.'),
     ],

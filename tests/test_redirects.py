@@ -15,7 +15,7 @@ import pytest
 
 from smart_search import errors
 from smart_search.host.config import ENGINES
-from smart_search.sources import http
+from smart_search.sources import http, registry
 from smart_search.sources.engines.fetch import engine_module, fetch_engine
 from smart_search.sources.providers.calls import call_provider
 from tests.fakes import FakeServer, Reply
@@ -122,15 +122,14 @@ def test_whole_call_blames_no_operator_for_redirects_to_javascript(
 ) -> None:
     env.write_config(
         {
-            "endpoints": {
-                name: fake.url for name in ("gemini", "brave", "google", "bing", "duckduckgo")
-            },
+            "endpoints": {source.name: fake.url for source in registry.sources()},
             "gemini_model": MODEL,
             "web_fetch_min_interval_ms": 0,
             "retry_base_delay": 10,
         }
     )
-    env.environ |= {"GEMINI_API_KEY": KEY, "BRAVE_API_KEY": KEY}
+    # Every API has a key (the ones beyond the spec's two also POST to /search).
+    env.environ |= {source.key_variable: KEY for source in registry.sources("api")}
     for path in (*API_PATHS.values(), "/search", "/html/"):
         fake.route(path, Reply(302, headers={"Location": "javascript:alert(1)"}))
     result = env.call("smart_search", {"query": "plain words", "agent_id": "a"})

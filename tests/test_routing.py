@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from smart_search.host.config import load_settings
 from smart_search.search import planner
+from smart_search.sources import registry
 from tests.conftest import Env
 
 
@@ -47,16 +48,21 @@ def test_configured_keyword_lists_replace_the_built_in_ones(env: Env) -> None:
 
 def test_tier_tables() -> None:
     s = load_settings({"HOME": "/nonexistent"})
+    # Strategy A walks every API in the registry's order after the routed one (issue 20).
+    others = [n for n in registry.api_names() if n not in ("gemini", "brave")]
+    assert others  # the sources beyond the spec's two
     a = planner.plan("stock-analysis", "NSE open", s, planner.routed_provider("NSE open", s, None))
     assert [(t.number, t.provider, t.engine, t.finance_blocked) for t in a] == [
         (1, "gemini", None, False),
         (2, "brave", None, False),
-        (3, "web_fetch", "duckduckgo", True),
+        *[(3 + i, name, None, False) for i, name in enumerate(others)],
+        (3 + len(others), "web_fetch", "duckduckgo", True),
     ]
     a2 = planner.plan("tech-news", "ai papers", s, planner.routed_provider("ai papers", s, None))
     assert [(t.provider, t.finance_blocked) for t in a2] == [
         ("brave", False),
         ("gemini", False),
+        *[(name, False) for name in others],
         ("web_fetch", False),
     ]
     b = planner.plan("general", "NSE open", s, planner.routed_provider("NSE open", s, None))
@@ -69,8 +75,8 @@ def test_tier_tables() -> None:
     forced = planner.plan(
         "stock-analysis", "NSE open", s, planner.routed_provider("NSE open", s, "brave")
     )
-    assert [t.provider for t in forced] == ["brave", "gemini", "web_fetch"]
-    assert forced[2].finance_blocked  # force_provider changes the provider, not the strategy
+    assert [t.provider for t in forced] == ["brave", "gemini", *others, "web_fetch"]
+    assert forced[-1].finance_blocked  # force_provider changes the provider, not the strategy
 
 
 
@@ -100,7 +106,10 @@ def test_provider_order_replaces_the_fixed_pair_where_it_is_set(env: Env) -> Non
         ("brave", 'Config key "provider_order" must be a non-empty array of provider names.'),
         ([], 'Config key "provider_order" must be a non-empty array of provider names.'),
         (["brave", "brave"], 'Config key "provider_order" names a provider twice.'),
-        (["perplexity"], 'Config key "provider_order[0]" must be "gemini" or "brave".'),
+        (
+            ["perplexity"],
+            'Config key "provider_order[0]" must be "gemini" or "brave" or "exa" or "serper".',
+        ),
     ],
 )
 def test_a_bad_provider_order_is_a_config_error_naming_the_key(

@@ -193,13 +193,19 @@ def _build(
             values[key.name] = _CHECKS[key.kind](section.get(key.name, key.default), key.name, key)
     _check_budgets(values)
     values["state_dir"] = _state_dir(env, values["state_dir"])
-    if "deep_max_units" not in section:  # RULINGS 7: by default a deep call may ask every API
-        values["deep_max_units"] = sum(values["max_units_per_call"].values())
     sources = api_key_sources(env, root, skill_env)
     values["api_keys"] = {
         provider: _api_key(name, sources, env)
         for provider, name in zip(PROVIDERS, API_KEY_NAMES, strict=True)
     }
+    if "deep_max_units" not in section:
+        # RULINGS 7: by default a deep call may ask every API leg it can ask, those with a key
+        # (a leg without one takes no share of the budget).
+        values["deep_max_units"] = sum(
+            most
+            for p, most in values["max_units_per_call"].items()
+            if values["api_keys"][p] is not None
+        )
     return Settings(**values)
 
 

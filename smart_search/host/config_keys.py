@@ -40,9 +40,6 @@ MAX_COUNT = 10**9
 # The predecessor skill's allocation for an agent that is not in config.
 DEFAULT_ALLOCATION = {s.name: s.default_allocation for s in _APIS}
 DEFAULT_PROVIDER = next((s.name for s in _APIS if s.default_route), _APIS[0].name)
-# deep_max_units without config: the sum of every API's default worst case (3 for a source that
-# bills search queries, as Gemini 3 does, 1 for the rest), as the loader computes it.
-DEFAULT_DEEP_MAX_UNITS = sum(3 if s.units[0] == "search_query" else 1 for s in _APIS)
 # Every duration is at most an hour: larger ones are typos, and 1e13 ms overflows the clock.
 MAX_MS = 3_600_000
 # The spec's layout (`skills.smart-search`) keeps its env block inside the section: not a typo.
@@ -114,11 +111,11 @@ KEYS: tuple[ConfigKey, ...] = (
         "max_unconfigured_agents", 1000, 0, MAX_COUNT,
         "unconfigured agents that may spend per day (strict_agents off)",
     ),
-    # Unset, it is the sum of the API legs' worst cases (RULINGS 7): the loader fills it in.
+    # Unset, it is the sum of the worst cases of the API legs with a key (RULINGS 7): the loader
+    # fills it in (0 without any key).
     ConfigKey(
-        "deep_max_units", "whole", DEFAULT_DEEP_MAX_UNITS,
-        "most units one deep call may bill (0: web only)", 0, 1000,
-        shown="the sum of every API provider's max_units_per_call",
+        "deep_max_units", "whole", 0, "most units one deep call may bill (0: web only)", 0, 1000,
+        shown="the sum of max_units_per_call over the API providers with a key",
     ),
     ConfigKey(
         "finance_keywords", "keywords", DEFAULT_FINANCE_KEYWORDS,
