@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from smart_search import report
+from smart_search.sources import registry
 from tests.conftest import SCHEMAS, Env, _registry
 
 TOKYO = "Asia/Tokyo"
@@ -29,12 +30,16 @@ SINCE, UNTIL = date(2025, 11, 29), date(2025, 12, 2)
 # Long after the window: the projection runs to the end of UNTIL (Tokyo), 2025-12-02T15:00Z.
 NOW = datetime(2026, 1, 10, tzinfo=UTC).timestamp()
 LIMITS = {"gemini": 5, "brave": 4}
+# The APIs beyond the spec's two: none in these logs, so the report shows them idle (units 0, and
+# budgets with the window's limit 0: these tests give none).
+OTHERS = [name for name in registry.api_names() if name not in ("gemini", "brave")]
 PRICES: dict[str, float | None] = {"gemini": 10.0, "brave": None}
 CONFIG = {
     "timezone": TOKYO,
     "providers": {
         "gemini": {"monthly_limit": 5, "price_per_1000": 10},
         "brave": {"monthly_limit": 4},
+        **{p: {"monthly_limit": 0} for p in OTHERS},
     },
 }
 
@@ -275,7 +280,7 @@ def block(
         "failed": searches - ok,
         "deep": deep,
         "fallback": {"count": fallback[0], "rate": fallback[1]},
-        "units": {"gemini": gemini, "brave": brave},
+        "units": {"gemini": gemini, "brave": brave, **{p: units() for p in OTHERS}},
         "units_total": gemini["total"] + brave["total"],
         "web_answers": dict(zip(("google", "bing", "duckduckgo"), web, strict=True)),
         "cache": {"hits": cache[0], "units_saved": cache[1]},
@@ -389,6 +394,15 @@ BUDGETS = [
            limit_reached_on=None, projected_to_reach_on="2025-12-03", price_per_1000=None,
            cost_used=None, cost_projected=None,
            daily=month_daily(date(2025, 12, 1), 2, {1: 2, 2: 1})),
+    # The others, idle on UTC: November complete, December 39 hours in.
+    *[budget(p, month, "UTC", limit=0, used=0, used_pct=None, days_in_month=days,
+             elapsed_days=elapsed, complete=month == "2025-11", projected=0, projected_pct=None,
+             limit_reached_on=None, projected_to_reach_on=None, price_per_1000=None,
+             cost_used=None, cost_projected=None, daily=month_daily(first, shown, {}))
+      for p in OTHERS
+      for month, days, elapsed, first, shown in (
+          ("2025-11", 30, 30.0, date(2025, 11, 1), 30),
+          ("2025-12", 31, 1.625, date(2025, 12, 1), 2))],
 ]  # fmt: skip
 FILES = {"matched": 8, "read": 7, "unreadable": 0, "ignored": 2, "days_without_logs": 0,
          "missing_days": []}  # fmt: skip
@@ -506,6 +520,7 @@ def test_month_of_days_reads_from_the_first_of_the_month(tmp_path: Path) -> None
     assert [(b["provider"], b["month"], b["used"]) for b in doc["budgets"]] == [
         ("gemini", "2025-12", 3),
         ("brave", "2025-12", 3),
+        *[(p, "2025-12", 0) for p in OTHERS],
     ]
     assert doc["totals"]["searches"] == 3 and doc["lines"]["counted"] == 3
 
@@ -554,6 +569,7 @@ def test_text_and_html_print_the_same_cells_and_those_are_the_json_numbers(
     doc = report.build_report(str(logs), known_window())
     tables = {t.key: t for t in report.report_tables(doc)}
     # The cells are the JSON's numbers, formatted.
+    # The APIs that billed nothing here have no columns.
     assert tables["day-units"].rows[-1] == ["total", "8", "2", "3", "3", "7", "5", "1", "1", "15"]
     assert tables["day-searches"].rows[0] == ["2025-11-29", "5", "4", "1", "0", "2", "40.0%",
                                               "0", "0", "1", "0", "0"]  # fmt: skip
@@ -615,7 +631,8 @@ def test_page_is_self_contained_with_one_chart_per_kind(tmp_path: Path) -> None:
     ids = re.findall(r'<svg class="chart" id="chart-([^"]+)"', page)
     assert ids == ["units-by-provider", "units-by-agent", "outcomes-by-tier",
                    "burn-gemini-2025-11", "burn-gemini-2025-12", "burn-brave-2025-11",
-                   "burn-brave-2025-12"]  # fmt: skip
+                   "burn-brave-2025-12",
+                   *[f"burn-{p}-{m}" for p in OTHERS for m in ("2025-11", "2025-12")]]  # fmt: skip
     # Bars carry their numbers: 12-01 gemini 3, brave 3; alpha's 2 units on 11-29.
     assert "<title>12-01 gemini: 3</title>" in page and "<title>12-01 brave: 3</title>" in page
     assert "<title>11-29 alpha: 2</title>" in page
@@ -672,7 +689,7 @@ def test_no_log_directory_is_an_empty_report(tmp_path: Path) -> None:
     validate(doc)
     assert doc["files"]["matched"] == 0 and doc["files"]["days_without_logs"] == 4
     assert doc["totals"]["searches"] == 0 and doc["totals"]["fallback"]["rate"] is None
-    assert [b["used"] for b in doc["budgets"]] == [0, 0, 0, 0]
+    assert [b["used"] for b in doc["budgets"]] == [0, 0] * len(registry.api_names())
     assert report.render_text(doc).count("(none)") >= 4  # empty tables say so
     report.render_html(doc)
 
@@ -821,7 +838,7 @@ def test_ten_thousand_files(tmp_path: Path) -> None:
     doc = as_json(report.build_report(str(logs), everything))
     assert doc["files"]["read"] == 10_000 and doc["lines"]["counted"] == 10_000
     assert doc["lines"]["skipped"] == 0 and doc["files"]["days_without_logs"] == 0
-    assert len(doc["budgets"]) == 2 * 329  # 1999-01 .. 2026-05, per provider
+    assert len(doc["budgets"]) == len(registry.api_names()) * 329  # 1999-01 .. 2026-05, each
     assert sum(b["used"] for b in doc["budgets"] if b["provider"] == "brave") == 10_000
 
 
