@@ -13,6 +13,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+
+def other_apis() -> tuple[str, ...]:
+    """The registered APIs beyond the spec's two (issue 20): tests written for Gemini and Brave
+    expect them idle (no key, nothing spent, nothing released)."""
+    from smart_search.sources import registry
+
+    return tuple(n for n in registry.api_names() if n not in ("gemini", "brave"))
+
+
+def idle(counts: dict[str, int]) -> dict[str, int]:
+    """`counts` for Gemini and Brave, with a 0 for every other registered API."""
+    return {**counts, **{n: 0 for n in other_apis()}}
+
 # Files the tests plant in state directories must look like an operator's (0644, 0755) whatever the
 # umask of the shell running the suite: smart-search refuses state that group or others may write
 # (README, "Files it writes"). Tests of the umask itself set their own.

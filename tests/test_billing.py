@@ -19,7 +19,7 @@ import pytest
 
 from smart_search.budget import quota
 from smart_search.budget.ledger import Ledger, next_reset, windows
-from tests.conftest import Env, charge
+from tests.conftest import Env, charge, other_apis
 from tests.fakes import FakeServer, Reply, fixture_bytes, fixture_json
 
 GEMINI_PATH = "/v1beta/models/gemini-flash-latest:generateContent"
@@ -115,7 +115,8 @@ def test_provider_windows_follow_their_own_clock_and_never_reset_backwards(env: 
     before_pacific_midnight = utc(2026, 12, 2, 7, 30)
     w = windows(s, before_pacific_midnight)
     assert w.date == "2026-12-02"
-    assert w.provider == {"gemini": ("2026-12-01", "2026-12"), "brave": ("2026-12-02", "2026-12")}
+    assert {p: w.provider[p] for p in ("gemini", "brave")} == {
+        "gemini": ("2026-12-01", "2026-12"), "brave": ("2026-12-02", "2026-12")}  # fmt: skip
     charge(Ledger(s, clock=lambda: utc(2026, 12, 1, 20)), "cron", "gemini")
     at = Ledger(s, clock=lambda: before_pacific_midnight)
     charge(at, "cron", "gemini")
@@ -372,6 +373,39 @@ def test_a_version_1_ledger_is_upgraded_in_place_with_todays_counts_in_the_month
     assert doc["format"] == quota.FORMAT and "providers" not in doc
     assert doc["windows"]["gemini"]["month_used"] == 7 and doc["windows"]["brave"]["day_used"] == 2
     assert doc["carried"]["gemini"]["used"] == 2
+
+
+def test_a_ledger_written_before_a_provider_was_registered_reads_it_as_idle(env: Env) -> None:
+    """Issue 20: an install's ledger predates the APIs added since (no trace of them in it);
+    they start at zero in it, in both our formats, and nothing it counted is lost."""
+    others = other_apis()
+    assert others
+    env.write_config({"agent_allocations": {"cron": {"gemini": 5, "brave": 0}}})
+    s = env.settings()
+    now = utc(2026, 12, 1, 20)
+    env.state_dir.mkdir(parents=True)
+    path = env.state_dir / "search-quota.json"
+    # Version 2 as the two-provider package wrote it: today's document, less the others.
+    charge(Ledger(s, clock=lambda: now), "cron", "gemini")
+    doc = json.loads(path.read_text())
+    for section in ("carried", "windows"):
+        for name in others:
+            del doc[section][name]
+    for rec in doc["agents"].values():
+        for name in others:
+            del rec[name], rec["released"][name]
+    path.write_text(json.dumps(doc))
+    ledger = Ledger(s, clock=lambda: now)
+    status = ledger.full_status()
+    assert status["providers"]["gemini"]["used"] == 1
+    assert all(status["providers"][name]["used"] == 0 for name in others)
+    charge(ledger, "cron", others[0])
+    assert json.loads(path.read_text())["windows"][others[0]]["day_used"] == 1
+    # Version 1, likewise.
+    path.write_text(json.dumps(v1_document("2026-12-01")))
+    ledger = Ledger(s, clock=lambda: now)
+    assert ledger.full_status()["providers"]["gemini"]["used"] == 6
+    assert all(ledger.full_status()["providers"][name]["used"] == 0 for name in others)
 
 
 @pytest.mark.parametrize(
