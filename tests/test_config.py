@@ -10,6 +10,7 @@ import pytest
 
 from smart_search.errors import CANNOT_READ_CONFIG, ConfigError
 from smart_search.host.config import DEFAULT_GEMINI_MODEL, load_settings
+from tests.conftest import idle
 
 
 def settings_from(tmp_path: Path, text: str, **extra_env: str) -> Any:
@@ -27,11 +28,11 @@ def test_defaults_without_any_file(tmp_path: Path) -> None:
     assert (s.web_fetch_min_interval_ms, s.circuit_failure_threshold) == (2000, 3)
     assert (s.circuit_reset_seconds, s.request_timeout_ms, s.total_timeout_ms) == (60, 10000, 30000)
     assert (s.lock_timeout_ms, s.log_retention_days, s.max_result_chars) == (5000, 30, 10000)
-    assert s.default_allocation == {"gemini": 5, "brave": 0}
+    assert s.default_allocation == idle({"gemini": 5, "brave": 0})
     assert "share price" in s.finance_keywords and "nasa" in s.brave_keywords
     assert s.state_dir == str(tmp_path / ".openclaw" / "workspace" / "shared")
     assert s.endpoints["brave"] == "https://api.search.brave.com"
-    assert s.api_keys == {"gemini": None, "brave": None}
+    assert s.api_keys == dict.fromkeys(s.api_keys) and set(s.api_keys) >= {"gemini", "brave"}
 
 
 def test_openclaw_layout_json5_with_comments_and_trailing_commas(tmp_path: Path) -> None:
@@ -47,8 +48,8 @@ def test_openclaw_layout_json5_with_comments_and_trailing_commas(tmp_path: Path)
         }""",
     )
     assert s.default_provider == "gemini" and s.strict_agents is True
-    assert s.agent_allocations == {"stock-analysis": {"gemini": 15, "brave": 0}}
-    assert s.daily_limits == {"gemini": 1500, "brave": 10}
+    assert s.agent_allocations == {"stock-analysis": idle({"gemini": 15, "brave": 0})}
+    assert {p: s.daily_limits[p] for p in ("gemini", "brave")} == {"gemini": 1500, "brave": 10}
 
 
 def test_spec_layout_is_accepted_too(tmp_path: Path) -> None:
@@ -207,6 +208,8 @@ def test_an_allocation_that_is_not_an_object_shows_what_one_looks_like(tmp_path:
         "config": {"agent_allocations": {"cron": 5}}}}}}))  # fmt: skip
     with pytest.raises(ConfigError) as caught:
         load_settings({"HOME": str(tmp_path), "OPENCLAW_CONFIG_PATH": str(path)})
+    # The example lists every registered API at its default allocation.
+    example = json.dumps(idle({"gemini": 5, "brave": 0}))
     assert str(caught.value) == (
-        'Config key "agent_allocations.cron" must be an object like {"gemini": 5, "brave": 0}.'
+        f'Config key "agent_allocations.cron" must be an object like {example}.'
     )

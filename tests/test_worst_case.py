@@ -15,7 +15,8 @@ import pytest
 from smart_search.budget import quota
 from smart_search.budget.ledger import Ledger
 from smart_search.errors import QuotaExhausted
-from tests.conftest import Env, charge
+from smart_search.sources import registry
+from tests.conftest import Env, charge, idle, other_apis
 from tests.fakes import FakeServer, Reply
 from tests.test_billing import (
     BRAVE_PATH,
@@ -142,7 +143,7 @@ def test_a_completed_agents_allocation_unit_given_back_goes_to_the_pool() -> Non
     c = ceilings(20, a={"gemini": 5})
     doc = today()
     hold = quota.reserve(doc, c, "a", "gemini")
-    assert quota.complete(doc, c, "a") == {"gemini": 2, "brave": 0}
+    assert quota.complete(doc, c, "a") == idle({"gemini": 2, "brave": 0})
     quota.settle(doc, "a", "gemini", hold, 0)
     assert quota.pool_remaining(doc, "gemini") == 5  # nothing allocated is lost
 
@@ -410,6 +411,23 @@ def test_the_installs_monthly_budget_holds_every_providers_worst_case(env: Env) 
 def test_a_budget_without_its_price_is_a_config_error(
     env: Env, config: dict[str, Any], message: str
 ) -> None:
+    # The install's budget needs a price for every provider that can spend: those with a key.
+    env.environ |= {"GEMINI_API_KEY": "SENTINEL-GEMINI-KEY-b0d1", "BRAVE_API_KEY": "SENTINEL-B-2"}
     env.write_config(config)
     r = env.call("search_quota_status")
     assert (r["error_code"], r["error"]) == ("config_error", message)
+
+
+def test_an_api_without_a_key_needs_no_price_for_the_installs_budget(env: Env) -> None:
+    """Issue 20: the APIs registered since an install set its budget have no key there, so they
+    cannot spend and need no price; once one has a key, it does."""
+    env.environ |= {"GEMINI_API_KEY": "SENTINEL-GEMINI-KEY-b0d1", "BRAVE_API_KEY": "SENTINEL-B-2"}
+    priced = {"brave": {"price_per_1000": 5}, "gemini": {"price_per_1000": 10}}
+    env.write_config({"monthly_budget": 5, "providers": priced})
+    assert env.call("search_quota_status")["error"] is None
+    (other, *_) = other_apis()
+    env.environ[registry.source(other).key_variable] = "SENTINEL-OTHER-KEY-b0d3"
+    r = env.call("search_quota_status")
+    assert (r["error_code"], r["error"]) == (
+        "config_error", f'Config key "monthly_budget" needs providers.{other}.price_per_1000.')
+

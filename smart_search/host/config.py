@@ -191,13 +191,13 @@ def _build(
             values.update(_providers(section.get(key.name, key.default), values))
         else:
             values[key.name] = _CHECKS[key.kind](section.get(key.name, key.default), key.name, key)
-    _check_budgets(values)
-    values["state_dir"] = _state_dir(env, values["state_dir"])
     sources = api_key_sources(env, root, skill_env)
     values["api_keys"] = {
         provider: _api_key(name, sources, env)
         for provider, name in zip(PROVIDERS, API_KEY_NAMES, strict=True)
     }
+    _check_budgets(values)
+    values["state_dir"] = _state_dir(env, values["state_dir"])
     if "deep_max_units" not in section:
         # RULINGS 7: by default a deep call may ask every API leg it can ask, those with a key
         # (a leg without one takes no share of the budget).
@@ -336,7 +336,8 @@ def _provider_chain(value: Any, name: str, key: ConfigKey) -> tuple[str, ...] | 
 
 def _check_budgets(values: dict[str, Any]) -> None:
     """A budget in money counts units at their price, so it needs the price (and the install's
-    budget one currency for every provider)."""
+    budget one currency for every provider that can spend: a provider without a key cannot, so
+    a newly registered API does not make an install's budget a config error)."""
     prices = values["prices_per_1000"]
     for p, budget in values["monthly_budgets"].items():
         if budget is not None and prices[p] is None:
@@ -345,12 +346,13 @@ def _check_budgets(values: dict[str, Any]) -> None:
             )
     if values["monthly_budget"] is None:
         return
-    unpriced = [p for p in PROVIDERS if prices[p] is None]
+    spending = [p for p in PROVIDERS if values["api_keys"][p] is not None or prices[p] is not None]
+    unpriced = [p for p in spending if prices[p] is None]
     if unpriced:
         raise ConfigError(
             f'Config key "monthly_budget" needs providers.{unpriced[0]}.price_per_1000.'
         )
-    if len({values["currencies"][p] for p in PROVIDERS}) > 1:
+    if len({values["currencies"][p] for p in spending}) > 1:
         raise ConfigError('Config key "monthly_budget" needs every provider in one currency.')
 
 
