@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from smart_search import errors
 from smart_search.shell import mcp as mcp_server
 from smart_search.sources import http
-from tests.conftest import REPO, SCHEMAS, Env, _registry, assert_valid_result, idle
+from tests.conftest import REPO, SCHEMAS, Env, _registry, assert_valid_result, idle, other_apis
 from tests.fakes import FakeServer, Reply, fixture_bytes
 from tests.test_contract import arg_objects, json_values
 
@@ -604,7 +604,8 @@ def test_each_tool_answers_as_the_cli_does(env: Env, fake: FakeServer, transport
             full, _ = await call(session, "search_quota_status", {})
             assert snapshot["quota"] == full
             assert snapshot["quota"]["agents"][AGENT]["completed"] is True
-            assert set(snapshot["breakers"]) == {"gemini", "brave", "google", "bing", "duckduckgo"}
+            assert set(snapshot["breakers"]) == {"gemini", "brave", *other_apis(), "google",
+                                                 "bing", "duckduckgo"}  # fmt: skip
             assert snapshot["breakers"]["brave"]["state"] == "closed"
 
     run(main)
