@@ -340,3 +340,29 @@ def test_spent_credits_fall_through_and_mark_serper_exhausted(
         "serper", "quota_exhausted", 0)  # fmt: skip
     assert env.call("search_quota_status")["windows"]["serper"]["exhausted_until"] is not None
     _assert_no_key_written(env)
+
+
+def test_deep_mode_asks_exa_and_serper_as_legs_and_merges_them(tmp_path: Path) -> None:
+    """Issue 20, point 6: with their keys, both new APIs are deep legs like Gemini's and Brave's;
+    each bills its one unit and both lists are merged."""
+    env = Env(tmp_path)
+    with FakeServer() as exa_fake, FakeServer() as serper_fake:
+        exa_fake.route(PATH, Reply(200, body=fixture_bytes("exa-ok.json")))
+        serper_fake.route(PATH, Reply(200, body=fixture_bytes("serper-ok.json")))
+        serper_fake.route("/html/", Reply(404, b"no"))
+        env.write_config({"endpoints": {"exa": exa_fake.url, "serper": serper_fake.url,
+                                        "duckduckgo": serper_fake.url},
+                          "web_fetch_min_interval_ms": 0})  # fmt: skip
+        env.environ |= {"EXA_API_KEY": "SENTINEL-EXA-KEY-0002", "SERPER_API_KEY": KEY}
+        assert env.settings().deep_max_units == 2  # the two keyed legs, one unit each
+        r = env.call("smart_search", {"query": "james webb launch", "agent_id": "desk",
+                                      "mode": "deep"})  # fmt: skip
+    assert r["error"] is None, r
+    legs = {a["provider"]: a for a in r["attempts"]}
+    assert (legs["exa"]["outcome"], legs["exa"]["units"]) == ("success", 1)
+    assert (legs["serper"]["outcome"], legs["serper"]["units"]) == ("success", 1)
+    sources = {s["source"] for item in r["results"] for s in item["sources"]}
+    assert {"exa", "serper"} <= sources
+    status = env.call("search_quota_status")["providers"]
+    assert (status["exa"]["used"], status["serper"]["used"]) == (1, 1)
+    _assert_no_key_written(env, json.dumps(r))
