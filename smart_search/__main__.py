@@ -15,6 +15,7 @@ USAGE = """usage: smart-search < call.json
        smart-search quota [--agent-id ID]
        smart-search complete --agent-id ID
        smart-search doctor [--json]
+       smart-search reconcile [--json]
        smart-search report [--days N | --since DATE [--until DATE]] [--agent ID] [--json]
                     [--html FILE] [--state-dir DIR]
        smart-search cache clear [--json]
@@ -39,6 +40,7 @@ SUBCOMMANDS = {
     "quota": "shell.argforms:quota_main",
     "complete": "shell.argforms:complete_main",
     "doctor": "shell.doctor:main",
+    "reconcile": "shell.reconcile:main",
     "report": "report:main",
     "cache": "shell.cache_admin:cache_main",
     "state": "shell.admin:state_main",

@@ -246,6 +246,24 @@ class Ledger:
 
         return self.store.update(QUOTA_DOC, change)
 
+    def adopt_reports(self, reports: dict[str, dict[str, Any]]) -> None:
+        """Record what providers reported of their month (`{"used", "limit"}` from a usage
+        endpoint), in one atomic step: a provider that says less is left than we think wins
+        (`quota.observe`); one without a limit says nothing about what is left."""
+        usable = {p: r for p, r in reports.items() if r.get("limit") is not None}
+        if not usable:
+            return
+
+        def change(raw: Document | None) -> tuple[Document, None]:
+            now = self.clock()
+            doc = self._current(raw, now)
+            for p, r in usable.items():
+                quota.observe(doc, p, now, remaining=max(0, r["limit"] - r["used"]),
+                              limit=r["limit"])  # fmt: skip
+            return doc, None
+
+        self.store.update(QUOTA_DOC, change)
+
     def merge(self, incoming: Document, *, add: bool) -> None:
         """Fold another ledger (as `current` reads it) into this one, in one atomic step of the
         store: `add` counts its units on top of ours, else each counter takes the larger."""
