@@ -418,3 +418,21 @@ def test_fixture_is_the_documented_shape() -> None:
     data: Any = fixture_json("searxng-ok.json")
     assert {"query", "number_of_results", "results", "answers", "suggestions"} <= set(data)
     assert all({"url", "title", "content"} <= set(r) for r in data["results"])
+
+
+def test_no_other_module_of_the_package_names_it() -> None:
+    """Issue 20, point 6: its name is in its own module only; the rest reads the registry."""
+    package = Path(__file__).resolve().parent.parent / "smart_search"
+    naming = [
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if "searx" in p.read_text().lower() and p.name != "searxng.py"
+    ]
+    assert naming == []
+
+
+def test_the_mcp_description_names_it_as_leading_when_configured() -> None:
+    from smart_search.shell.mcp.catalog import tool_description
+
+    text = tool_description("smart_search", None)
+    assert "DuckDuckGo scraping (after a self-hosted SearXNG, when configured)" in text

@@ -71,7 +71,7 @@ def is_private_base_url(url: str) -> bool:
 
 def is_private_host(host: str | None) -> bool:
     """A host of the operator's own network: loopback, a private or link-local address
-    (10/8, 172.16/12, 192.168/16, fc00::/7, fe80::/10...), a single-label name (`searxng`, a
+    (10/8, 172.16/12, 192.168/16, fc00::/7, fe80::/10...), a single-label name (`search`, a
     container's) or a name under the local suffixes (.local, .lan, .internal, .home.arpa)."""
     import ipaddress
 
