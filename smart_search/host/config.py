@@ -46,6 +46,14 @@ from smart_search.text.urls import is_loopback_host as is_loopback_host
 # The sources, as the registry declares them (sources/registry.py): search APIs, web engines.
 PROVIDERS = registry.api_names()
 ENGINES = registry.web_names()
+
+
+def engines(settings: Settings) -> tuple[str, ...]:
+    """The web engines `settings` can reach, in the registry's order: every engine but a
+    self-hosted one whose endpoint is not configured (it has no default)."""
+    return tuple(e for e in ENGINES if e in settings.endpoints)
+
+
 # The chat agent of Strategy B (spec 4), always known, also under strict_agents.
 GENERAL_AGENT = "general"
 

@@ -29,7 +29,8 @@ DEFAULT_BRAVE_KEYWORDS = ("space", "astronomy", "nasa", "esa", "cosmos")
 # Every source declares its endpoint, and each API its free allowance (the default windows, so a
 # default install never runs into a paid overage), its clock and its units (sources/registry.py).
 _APIS = registry.sources("api")
-DEFAULT_ENDPOINTS = {s.name: s.endpoint for s in registry.sources()}
+# A self-hosted engine declares none: it joins the plans only once `endpoints.<name>` is set.
+DEFAULT_ENDPOINTS = {s.name: s.endpoint for s in registry.sources() if s.endpoint is not None}
 DEFAULT_DAILY_LIMITS = {s.name: s.daily_limit for s in _APIS}
 DEFAULT_MONTHLY_LIMITS = {s.name: s.monthly_limit for s in _APIS}
 DEFAULT_RESET_TIMEZONES = {s.name: s.reset_timezone for s in _APIS}
@@ -172,7 +173,10 @@ KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey(
         "endpoints", "endpoints", DEFAULT_ENDPOINTS,
-        "base URLs by source (paths are fixed); http:// only for loopback hosts",
+        "base URLs by source (paths are fixed); http:// only for loopback hosts, or private "
+        "ones for a self-hosted engine ("
+        + ", ".join(f"`{s.name}`" for s in registry.sources() if s.self_hosted)
+        + "), which is used only once set",
     ),
     ConfigKey(
         "source_weights", "weights", {},

@@ -12,6 +12,7 @@ from smart_search.report.aggregate import SOURCES, Aggregator, Bucket
 from smart_search.report.budgets import budgets
 from smart_search.report.reading import FileStats
 from smart_search.report.window import days_between
+from smart_search.sources import registry
 from smart_search.text.stamps import utc_stamp
 
 REPORT_VERSION = 1
@@ -166,7 +167,9 @@ def engine_names(buckets: Iterable[Bucket]) -> list[str]:
     seen: set[str] = set()
     for b in buckets:
         seen.update(b.web)
-    return list(ENGINES) + sorted(seen - set(ENGINES))
+    # A self-hosted engine has a column only when the logs show it (it may not be configured).
+    listed = [e for e in ENGINES if e in seen or not registry.source(e).self_hosted]
+    return listed + sorted(seen - set(ENGINES))
 
 
 def rate(part: int, whole: int) -> float | None:

@@ -108,16 +108,22 @@ def _search_description(default: str) -> str:
     """smart_search's description, naming the sources the registry holds."""
     from smart_search.sources import registry
 
-    apis, engines = registry.sources("api"), registry.sources("web")
+    apis = registry.sources("api")
+    engines = [s for s in registry.sources("web") if not s.self_hosted]
+    own = [s.label for s in registry.sources("web") if s.self_hosted]
     asked = _words([s.described or s.label for s in apis], "or")
     scraped = _words([s.label for s in engines], "and")
+    if own:  # a self-hosted engine leads the web tiers once configured
+        scraped += f" scraping (after a self-hosted {_words(own, 'or')}, when configured)"
+    else:
+        scraped += " scraping"
     first = _words([s.label for s in engines[:-1]], "and")
     forced = _words([f'"{s.name}"' for s in apis], "or")
     lists = ", ".join([s.label for s in apis if not s.answers_with_text] + ["scraping"])
     texts = ", ".join(s.label for s in apis if s.answers_with_text)
     return (
         f"Search the web. Routes the query to {asked} within the agent's daily quota, falls "
-        f"back to {scraped} scraping, and returns sanitized results.\n\n"
+        f"back to {scraped}, and returns sanitized results.\n\n"
         f'agent_id: use "general" for manual or chat searches (it scrapes {first} first and '
         "spends API quota only when both fail). A scheduled agent uses its own id (for example "
         '"stock-analysis"): it gets API results first, from its own allocation.'
