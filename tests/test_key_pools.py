@@ -453,3 +453,51 @@ def test_fingerprint_scan_after_refusals_quota_and_answers_through_the_cli(
     logs = [p for p in env.state_dir.rglob("*.jsonl")]
     assert logs and FP_B in "".join(p.read_text() for p in logs)
     assert_no_sentinel(env, streams)
+
+
+# --- the ledger document ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda e: e.update(day_used=-1),
+        lambda e: e.update(disabled=[]),
+        lambda e: e["disabled"].update({FP_A: "tomorrow"}),
+        lambda e: e.update(exhausted_until=True),
+        lambda e: e.pop("month_used"),
+    ],
+)
+def test_a_damaged_account_is_state_corrupt_and_its_bytes_stay(
+    env: Env, brave: KeyedBrave, damage: Any
+) -> None:
+    configure(env, brave, {"keys": [KEY_A, KEY_B]})
+    assert search(env)["provider_used"] == "brave"
+    path = env.state_dir / "search-quota.json"
+    doc = json.loads(path.read_text())
+    damage(doc["windows"]["brave"]["keys"][FP_A])
+    path.write_text(json.dumps(doc))
+    before = path.read_bytes()
+    result = env.call("search_quota_status")
+    assert result["error_code"] == "state_corrupt"
+    assert path.read_bytes() == before
+
+
+def test_importing_a_ledger_folds_its_accounts_and_disabled_keys(
+    env: Env, brave: KeyedBrave
+) -> None:
+    from smart_search.budget.quota_merge import merge_quota
+
+    configure(env, brave, {"keys": [KEY_A, KEY_B]})
+    brave.mode[KEY_A] = "401"
+    now = utc(2026, 12, 1, 10)
+    search(env, now)
+    ledger = Ledger(env.settings(), clock=lambda: now)
+    mine = ledger.snapshot()
+    theirs = json.loads(json.dumps(mine))
+    theirs["windows"]["brave"]["keys"][FP_B]["day_used"] = 4
+    del mine["windows"]["brave"]["keys"][FP_A]
+    merged = merge_quota(mine, theirs)["windows"]["brave"]["keys"]
+    assert merged[FP_B]["day_used"] == 4  # the larger of the two
+    assert FP_A in merged[FP_A]["disabled"]  # an account only they had is taken whole
+    assert merge_quota(mine, theirs, add=True)["windows"]["brave"]["keys"][FP_B]["day_used"] == 5
