@@ -501,3 +501,15 @@ def test_importing_a_ledger_folds_its_accounts_and_disabled_keys(
     assert merged[FP_B]["day_used"] == 4  # the larger of the two
     assert FP_A in merged[FP_A]["disabled"]  # an account only they had is taken whole
     assert merge_quota(mine, theirs, add=True)["windows"]["brave"]["keys"][FP_B]["day_used"] == 5
+
+
+def test_doctor_names_the_pool_by_fingerprints(env: Env, brave: KeyedBrave) -> None:
+    configure(env, brave)
+    env.environ["BRAVE_API_KEYS"] = f"{KEY_A},{KEY_B}"
+    done = subprocess.run(
+        [sys.executable, "-m", "smart_search", "doctor"],
+        capture_output=True, env=env.environ, timeout=60, cwd=str(env.root),
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert f"key pool of 2 ({FP_A}, {FP_B})".encode() in out, out.decode()[-2000:]
+    assert not any(s.encode() in out for s in SENTINELS)
