@@ -39,6 +39,13 @@ from smart_search.host.config_keys import (
 from smart_search.host.config_keys import DEFAULT_GEMINI_MODEL as DEFAULT_GEMINI_MODEL
 from smart_search.host.config_keys import DEFAULT_MONTHLY_LIMITS as DEFAULT_MONTHLY_LIMITS
 from smart_search.host.config_keys import DEFAULT_RESET_TIMEZONES as DEFAULT_RESET_TIMEZONES
+from smart_search.host.config_pools import (
+    PoolKey,
+    account_limits,
+    build_pool,
+    check_entries,
+    env_entries,
+)
 from smart_search.sources import registry
 from smart_search.text.urls import is_allowed_base_url as is_allowed_base_url
 from smart_search.text.urls import is_loopback_host as is_loopback_host
@@ -117,7 +124,7 @@ class Settings(NamedTuple):
     endpoints: dict[str, str]
     state_dir: str
     timezone: str | None
-    api_keys: dict[str, Secret | None]
+    api_keys: dict[str, Secret | None]  # with a key pool: its first key
     state_backend: dict[str, Any]
     max_unconfigured_agents: int
     cache: dict[str, Any]
@@ -136,6 +143,9 @@ class Settings(NamedTuple):
     deep_max_units: int = 4
     source_weights: dict[str, float] = {}  # never mutated
     tracking_params: tuple[str, ...] = ()
+    # Key pools (issue 20, point 3; config_pools.py): per provider, its keys in config order;
+    # () for a provider with its one `<P>_API_KEY` (or none), which is no pool.
+    key_pools: dict[str, tuple[PoolKey, ...]] = {}  # never mutated
 
     def is_configured_agent(self, agent_id: str) -> bool:
         return agent_id in self.agent_allocations
@@ -208,7 +218,33 @@ def _build(
         provider: _api_key(name, sources, env)
         for provider, name in zip(PROVIDERS, API_KEY_NAMES, strict=True)
     }
+    _key_pools(values, sources, env)
     return Settings(**values)
+
+
+def _key_pools(values: dict[str, Any], sources: Any, env: Any) -> None:
+    """Each provider's key pool (`providers.<p>.keys`, else `<P>_API_KEYS`): its first key is
+    the provider's key, and its windows are the sum of its accounts' (each key's, or each
+    project's; a key's limits are the provider's unless its entry sets its own)."""
+
+    def lookup(variable: str) -> str | None:
+        found = find_api_key(variable, sources, env)
+        return None if found is None else found[1]
+
+    pools: dict[str, tuple[PoolKey, ...]] = {}
+    for p, name in zip(PROVIDERS, API_KEY_NAMES, strict=True):
+        entries = values["key_pools"][p]
+        if entries is None:
+            listed = lookup(name + "S")
+            entries = () if listed is None else env_entries(listed, name + "S")
+        pool = build_pool(
+            entries, lookup, Secret, values["daily_limits"][p], values["monthly_limits"][p]
+        )
+        pools[p] = pool
+        if pool:
+            values["api_keys"][p] = pool[0].secret
+            values["daily_limits"][p], values["monthly_limits"][p] = account_limits(pool)
+    values["key_pools"] = pools
 
 
 def _api_key(name: str, sources: Any, env: Any) -> Secret | None:
@@ -364,6 +400,7 @@ _CHECKS = {
     "allocations": _allocations,
     "allocation": _allocation,
     "weights": _weights,
+    "keys": check_entries,
 }
 
 

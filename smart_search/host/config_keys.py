@@ -156,6 +156,13 @@ KEYS: tuple[ConfigKey, ...] = (
         "like a window",
         field="monthly_budgets",
     ),
+    _per_provider(
+        "keys", "keys", None,
+        "a key pool (docs/quota.md, Key pools): key strings, {\"env\": VAR} or {\"value\": KEY}, "
+        "each object optionally with project, daily_limit, monthly_limit; else <P>_API_KEYS "
+        "(comma-separated), else <P>_API_KEY",
+        field="key_pools",
+    ),
     ConfigKey(
         "monthly_budget", "price", None,
         "most every provider together may cost a month (needs each provider's price_per_1000, "
@@ -295,6 +302,7 @@ KIND_TYPES = {
     "redis_prefix": "string",
     "agent_id": "agent id",
     "cache": "object",
+    "keys": "array or null",
 }
 # The docs page's "allowed" column for kinds without bounds or choices.
 KIND_RULES = {
@@ -320,6 +328,7 @@ KIND_RULES = {
     "redis_url": "`redis://` or `rediss://` with a host",
     "redis_prefix": "1 to 64 of letters, digits, `.`, `_`, `:`, `-`",
     "agent_id": "a-z, 0-9, `-`; at most 64 characters",
+    "keys": "1 to 64 entries; keys of at least 8 printable ASCII characters, each listed once",
 }
 
 

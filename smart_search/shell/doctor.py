@@ -166,6 +166,10 @@ def _key_sources(
             record["set"] = loaded is not None
             if loaded is not None:
                 record["length"] = len(loaded.reveal())
+            pool = settings.key_pools.get(provider)
+            if pool:  # a key pool (docs/quota.md): its keys by fingerprint, never a value
+                prints = ", ".join(k.fingerprint for k in pool)
+                record["source"] = f"key pool of {len(pool)} ({prints})"
         out[provider] = record
     return out
 
