@@ -259,20 +259,24 @@ class Ledger:
 
         return self.store.update(QUOTA_DOC, change)
 
-    def adopt_reports(self, reports: dict[str, dict[str, Any]]) -> None:
+    def adopt_reports(self, reports: dict[tuple[str, str], dict[str, Any]]) -> None:
         """Record what providers reported of their month (`{"used", "limit"}` from a usage
-        endpoint), in one atomic step: a provider that says less is left than we think wins
-        (`quota.observe`); one without a limit says nothing about what is left."""
-        usable = {p: r for p, r in reports.items() if r.get("limit") is not None}
+        endpoint), by (provider, account: "-" for the provider's own window, else the label of
+        an account of its key pool), in one atomic step: a provider that says less is left than
+        we think wins; one without a limit says nothing about what is left."""
+        usable = {k: r for k, r in reports.items() if r.get("limit") is not None}
         if not usable:
             return
 
         def change(raw: Document | None) -> tuple[Document, None]:
             now = self.clock()
             doc = self._current(raw, now)
-            for p, r in usable.items():
-                quota.observe(doc, p, now, remaining=max(0, r["limit"] - r["used"]),
-                              limit=r["limit"])  # fmt: skip
+            for (p, account), r in usable.items():
+                left = max(0, r["limit"] - r["used"])
+                if account == "-":
+                    quota.observe(doc, p, now, remaining=left, limit=r["limit"])
+                else:
+                    keys.observe(doc, p, account, None, now, remaining=left, limit=r["limit"])
             return doc, None
 
         self.store.update(QUOTA_DOC, change)

@@ -6,8 +6,8 @@ A provider reports its own count one of two ways:
   the request and `parse_usage(resp)` reads `{"used": n, "limit": n | None}` for the key's month
   (Tavily);
 - the **remaining figure its answers carry**, which the ledger records at every settle (Brave's
-  `X-RateLimit-Remaining` with its `X-RateLimit-Limit`): reconciling reads the last one, and
-  never spends a unit to learn a new one.
+  `X-RateLimit-Remaining` with its `X-RateLimit-Limit`, per key of a pool): reconciling reads
+  the last one, and never spends a unit to learn a new one.
 
 `drift_rows` lines the two up, one row per provider (and per key where the provider keeps a key
 pool); `smart-search reconcile` asks the usage endpoints and has the ledger adopt the stricter
@@ -22,10 +22,10 @@ from typing import Any
 Document = dict[str, Any]
 
 
-def recorded_report(doc: Document, provider: str) -> dict[str, Any] | None:
-    """What the provider's last answer said of this month, as a report: `used` is its limit less
-    its remaining (None when it gave no limit), `ledger_used` what we had counted then."""
-    window = doc["windows"][provider]
+def recorded_report(window: dict[str, Any]) -> dict[str, Any] | None:
+    """What the provider's last answer said of a window's month (a provider's, or one account's
+    of its key pool), as a report: `used` is its limit less its remaining (None when it gave no
+    limit), `ledger_used` what we had counted then."""
     seen = window.get("reported")
     if not seen or seen.get("month") != window["month"]:
         return None
@@ -41,11 +41,11 @@ def recorded_report(doc: Document, provider: str) -> dict[str, Any] | None:
 
 
 def drift_row(
-    doc: Document, provider: str, report: dict[str, Any] | None, now: float, key: str = "-"
+    window: dict[str, Any], provider: str, key: str, report: dict[str, Any] | None, now: float
 ) -> dict[str, Any]:
-    """One line of the reconciliation: the ledger's month, the provider's figure, the drift
-    (provider minus ledger: positive means the provider counted more than we did)."""
-    window = doc["windows"][provider]
+    """One line of the reconciliation: a window's month (`key` "-" for the provider's own, else
+    the account's label: a key's fingerprint or a project's name), the provider's figure, the
+    drift (provider minus ledger: positive means the provider counted more than we did)."""
     row: dict[str, Any] = {
         "provider": provider,
         "key": key,
@@ -72,14 +72,21 @@ def drift_row(
 
 
 def drift_rows(
-    doc: Document, providers: tuple[str, ...], asked: dict[str, dict[str, Any]], now: float
+    doc: Document,
+    providers: tuple[str, ...],
+    asked: dict[tuple[str, str], dict[str, Any]],
+    now: float,
 ) -> list[dict[str, Any]]:
-    """Every provider's row: what a usage endpoint just said (`asked`), else the last answer's
-    report recorded in the ledger, else "not reported"."""
+    """Every provider's rows, one per account of its key pool (else one for the provider): what
+    a usage endpoint just said (`asked`, by (provider, account)), else the last answer's report
+    recorded in the ledger, else "not reported"."""
     rows = []
     for p in providers:
-        report = asked.get(p) or recorded_report(doc, p)
-        rows.append(drift_row(doc, p, report, now))
+        window = doc["windows"][p]
+        accounts = window.get("keys") or {"-": window}
+        for label, account in accounts.items():
+            report = asked.get((p, label)) or recorded_report(account)
+            rows.append(drift_row(account, p, label, report, now))
     return rows
 
 

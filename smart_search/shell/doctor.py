@@ -291,7 +291,10 @@ def render(report: dict[str, Any]) -> str:
         fresh = "" if ledger["exists"] else " (no ledger file yet)"
         lines.append(f"Ledger: readable{fresh}, day {ledger['day']}: {usage}")
         reported = [r for r in ledger["reconcile"] if r["drift"] is not None]
-        drift = ", ".join(f"{r['provider']} {r['drift']:+d}" for r in reported)
+        drift = ", ".join(
+            f"{r['provider']}{'' if r['key'] == '-' else ' ' + r['key']} {r['drift']:+d}"
+            for r in reported
+        )
         lines.append(
             "Reconcile (provider minus ledger, this month, from the last answer): "
             + (drift or "no provider has reported its count yet")

@@ -48,23 +48,41 @@ def main(argv: list[str]) -> int:
 
 
 def reconcile(settings: Any, clock: Any = time.time) -> list[dict[str, Any]]:
-    """Ask every usage endpoint, adopt what they said, and return the rows (before adopting:
-    the drift is what the ledger had counted)."""
+    """Ask every usage endpoint (once per account of a key pool), adopt what they said, and
+    return the rows (the drift is against what the ledger had counted before adopting)."""
     from smart_search.budget.ledger import Ledger
     from smart_search.budget.reconcile import drift_rows
     from smart_search.host.config import PROVIDERS
 
     ledger = Ledger(settings, clock=clock)
-    asked = {p: r for p in PROVIDERS if (r := ask_usage(settings, p)) is not None}
+    asked: dict[tuple[str, str], dict[str, Any]] = {}
+    for p in PROVIDERS:
+        for account, key in accounts_to_ask(settings, p):
+            report = ask_usage(settings, p, key)
+            if report is not None:
+                asked[(p, account)] = report
     doc = ledger.snapshot()
     rows = drift_rows(doc, PROVIDERS, asked, clock())
-    ledger.adopt_reports({p: r for p, r in asked.items() if r.get("used") is not None})
+    ledger.adopt_reports({k: r for k, r in asked.items() if r.get("used") is not None})
     return rows
 
 
-def ask_usage(settings: Any, provider: str) -> dict[str, Any] | None:
-    """What the provider's usage endpoint says of this month, or None when it has none (or no
-    key). A failure is a report of its own: `from` says why, with no figure."""
+def accounts_to_ask(settings: Any, provider: str) -> list[tuple[str, Any]]:
+    """(account label, key) to ask: one key per account of the provider's pool ("-" and its one
+    key without a pool; none without a key)."""
+    pool = settings.key_pools.get(provider) or ()
+    if pool:
+        first: dict[str, Any] = {}
+        for key in pool:
+            first.setdefault(key.account, key.secret)
+        return list(first.items())
+    key = settings.api_keys.get(provider)
+    return [] if key is None else [("-", key)]
+
+
+def ask_usage(settings: Any, provider: str, key: Any) -> dict[str, Any] | None:
+    """What the provider's usage endpoint says of this month for `key`, or None when it has no
+    usage endpoint. A failure is a report of its own: `from` says why, with no figure."""
     from smart_search.errors import SearchError
     from smart_search.sources import registry
     from smart_search.sources.http import send
@@ -73,8 +91,7 @@ def ask_usage(settings: Any, provider: str) -> dict[str, Any] | None:
 
     module = registry.module(provider)
     build, read = getattr(module, "usage_request", None), getattr(module, "parse_usage", None)
-    key = settings.api_keys.get(provider)
-    if build is None or read is None or key is None:
+    if build is None or read is None:
         return None
     timeout = settings.request_timeout_ms / 1000
     try:
