@@ -29,6 +29,7 @@ from tests.test_openclaw_host import REPO, OpenClaw, host_env, openclaw  # noqa:
 PLUGIN = REPO / "openclaw-plugin"
 BRAVE_PATH = "/res/v1/web/search"
 BRAVE_KEY = "SENTINEL-BRAVE-KEY-21a9c4"
+GEMINI_KEY = "SENTINEL-GEMINI-KEY-7d3f55"
 MODEL_KEY = "SENTINEL-MODEL-KEY-0b7e11"
 ENGINES = ("google", "bing", "duckduckgo")
 PAGE = (
@@ -249,6 +250,34 @@ def test_infer_web_search_runs_the_product_and_charges_the_default_agent(
     assert status["agents"]["other"]["brave"]["used"] == 0
     assert [line["agent_id"] for line in log_lines(state)] == ["general"]
     assert_no_key(host, fake, state, proc)
+
+
+def test_a_gemini_answer_comes_back_as_an_answer_with_its_citations(
+    host: Host, fake: FakeServer, tmp_path: Path
+) -> None:
+    gemini_path = "/v1beta/models/gemini-flash-latest:generateContent"
+    fake.route(gemini_path, Reply(200, fixture_bytes("gemini-ok.json"),
+                                  {"content-type": "application/json"}))  # fmt: skip
+    host.configure(fake, {"default_provider": "gemini",
+                          "providers": {"gemini": {"unit": "request"}},
+                          "agent_allocations": {"general": {"gemini": 2, "brave": 0}}})  # fmt: skip
+    doc = host.document()
+    doc["skills"]["entries"]["smart-search"]["env"]["GEMINI_API_KEY"] = GEMINI_KEY
+    host.config_path.write_text(json.dumps(doc))
+    state = tmp_path / "ss"
+    out, proc = infer(host, state, "search", "--query", "httpx timeout")
+    assert out["ok"] is True, out
+    result = out["outputs"][0]["result"]
+    (line,) = log_lines(state)
+    product = json.loads(fixture_bytes("gemini-ok.json"))
+    answer = "".join(p["text"] for p in product["candidates"][0]["content"]["parts"])
+    assert isinstance(result["content"], str) and result["content"].strip()
+    assert result["content"][:40] in answer or answer[:40] in result["content"], result["content"]
+    assert result["citations"] and all(c["url"].startswith("http") for c in result["citations"])
+    assert result["smartSearch"]["providerUsed"] == "gemini" and line["agent_id"] == "general"
+    assert host.quota(state)["agents"]["general"]["gemini"]["used"] == 1
+    (request,) = fake.requests_to(gemini_path)
+    assert GEMINI_KEY not in request.target and GEMINI_KEY not in proc.stdout + proc.stderr
 
 
 def test_the_default_agent_is_configurable(host: Host, fake: FakeServer, tmp_path: Path) -> None:
