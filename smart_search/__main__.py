@@ -71,14 +71,29 @@ def main(argv: list[str] | None = None) -> int:
     # backends (trio ~80 ms when installed, anyio a few ms). Library users are not affected.
     for backend in ("trio", "anyio"):
         sys.modules.setdefault(backend, None)  # type: ignore[arg-type]
+    # Asked to stop (SIGTERM: the OpenClaw plugin's abort), the call sends nothing more, cuts off
+    # what is in flight and still settles: a hold whose request never left is refunded.
+    import signal
+
+    from smart_search.sources import cancel
+
+    signal.signal(signal.SIGTERM, cancel.request_from_signal)
     from smart_search.shell.runner import MAX_INPUT_BYTES, dumps, handle
 
     try:
         raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
     except Exception:  # noqa: BLE001 - a closed or broken stdin is just empty input
         raw = b""
+    from smart_search.errors import Cancelled
+
+    try:
+        result = handle(raw)
+    except Cancelled as stopped:
+        # The walk has settled (refunded what never left); the caller gave up on the answer.
+        sys.stderr.write(f"smart-search: stopped: {stopped}\n")
+        return 128 + signal.SIGTERM
     out = sys.stdout.buffer
-    out.write(dumps(handle(raw)))
+    out.write(dumps(result))
     out.flush()
     return 0
 
