@@ -513,3 +513,27 @@ def test_doctor_names_the_pool_by_fingerprints(env: Env, brave: KeyedBrave) -> N
     out = done.stdout + done.stderr
     assert f"key pool of 2 ({FP_A}, {FP_B})".encode() in out, out.decode()[-2000:]
     assert not any(s.encode() in out for s in SENTINELS)
+
+
+def test_the_report_counts_units_per_key_fingerprint(env: Env, brave: KeyedBrave) -> None:
+    """Issue 20, point 6: the report shows a pool's units per key, by fingerprint only."""
+    configure(env, brave, {"keys": [KEY_A, KEY_B]})
+    for _ in range(3):
+        assert brave_tier(search(env))["outcome"] == "success"
+    proc = subprocess.run(
+        [sys.executable, "-m", "smart_search", "report", "--days", "1", "--json"],
+        capture_output=True, env=env.environ, cwd=str(env.root), timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    by_key = report["totals"]["units_by_key"]["brave"]
+    billed = ((FP_A, brave.billed.get(KEY_A, 0)), (FP_B, brave.billed.get(KEY_B, 0)))
+    assert by_key == {fp: n for fp, n in billed if n}
+    assert sum(by_key.values()) == 3 == report["totals"]["units"]["brave"]["total"]
+    text = subprocess.run(
+        [sys.executable, "-m", "smart_search", "report", "--days", "1"],
+        capture_output=True, env=env.environ, cwd=str(env.root), timeout=60,
+    )  # fmt: skip
+    assert "Units by key (key pools)" in text.stdout.decode()
+    assert FP_A in text.stdout.decode()
+    assert_no_sentinel(env, proc.stdout + proc.stderr + text.stdout + text.stderr)

@@ -268,6 +268,7 @@ def block(
     searches: int, ok: int, deep: int, fallback: tuple[int, float | None],
     gemini: dict, brave: dict, web: tuple[int, int, int], cache: tuple[int, int],
     failures: dict[str, int], latency: tuple[float | None, float | None], tiers: dict[str, dict],
+    keys: dict[str, dict[str, int]] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     return {
         "searches": searches,
@@ -277,6 +278,7 @@ def block(
         "fallback": {"count": fallback[0], "rate": fallback[1]},
         "units": {"gemini": gemini, "brave": brave},
         "units_total": gemini["total"] + brave["total"],
+        "units_by_key": keys or {},
         "web_answers": dict(zip(("google", "bing", "duckduckgo"), web, strict=True)),
         "cache": {"hits": cache[0], "units_saved": cache[1]},
         "failures": failures,
