@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
@@ -39,16 +39,12 @@ from smart_search.host.config_keys import (
 from smart_search.host.config_keys import DEFAULT_GEMINI_MODEL as DEFAULT_GEMINI_MODEL
 from smart_search.host.config_keys import DEFAULT_MONTHLY_LIMITS as DEFAULT_MONTHLY_LIMITS
 from smart_search.host.config_keys import DEFAULT_RESET_TIMEZONES as DEFAULT_RESET_TIMEZONES
-from smart_search.host.config_pools import (
-    PoolKey,
-    account_limits,
-    build_pool,
-    check_entries,
-    env_entries,
-)
 from smart_search.sources import registry
 from smart_search.text.urls import is_allowed_base_url as is_allowed_base_url
 from smart_search.text.urls import is_loopback_host as is_loopback_host
+
+if TYPE_CHECKING:
+    from smart_search.host.config_pools import PoolKey
 
 # The sources, as the registry declares them (sources/registry.py): search APIs, web engines.
 PROVIDERS = registry.api_names()
@@ -234,9 +230,14 @@ def _key_pools(values: dict[str, Any], sources: Any, env: Any) -> None:
     pools: dict[str, tuple[PoolKey, ...]] = {}
     for p, name in zip(PROVIDERS, API_KEY_NAMES, strict=True):
         entries = values["key_pools"][p]
+        listed = lookup(name + "S") if entries is None else None
+        if entries is None and listed is None:
+            pools[p] = ()  # no pool: nothing of config_pools.py is loaded
+            continue
+        from smart_search.host.config_pools import account_limits, build_pool, env_entries
+
         if entries is None:
-            listed = lookup(name + "S")
-            entries = () if listed is None else env_entries(listed, name + "S")
+            entries = env_entries(listed, name + "S")
         pool = build_pool(
             entries, lookup, Secret, values["daily_limits"][p], values["monthly_limits"][p]
         )
@@ -256,6 +257,15 @@ def _api_key(name: str, sources: Any, env: Any) -> Secret | None:
     if not _HEADER_SAFE.fullmatch(value):
         raise ConfigError(f"{name} contains characters that cannot be sent in an HTTP header.")
     return Secret(value)
+
+
+def _check_keys(value: Any, name: str, key: ConfigKey | None = None) -> Any:
+    """`providers.<p>.keys` (config_pools.py, loaded only when a pool is configured)."""
+    if value is None:
+        return None
+    from smart_search.host.config_pools import check_entries
+
+    return check_entries(value, name, key)
 
 
 # --- the kinds whose check needs the provider list (config_checks.py holds the others) --------
@@ -400,7 +410,7 @@ _CHECKS = {
     "allocations": _allocations,
     "allocation": _allocation,
     "weights": _weights,
-    "keys": check_entries,
+    "keys": _check_keys,
 }
 
 
