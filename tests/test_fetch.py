@@ -429,3 +429,31 @@ def test_fixture_pages_exist():
     assert sorted(p.name for p in FIXTURES.glob("*.html")) == [
         "article-blog.html", "article-news.html", "docs-page.html"]  # fmt: skip
     assert isinstance(Path, type)
+
+
+def test_the_report_counts_fetches_per_agent(env: Env, fake: FakeServer):
+    from datetime import date
+
+    from smart_search import report
+    from smart_search.report.window import Window
+
+    configure(env)
+    fake.route("/news", Reply(200, page("article-news.html"), HTML))
+    url = f"{fake.url}/news"
+    env.call("smart_fetch", {"url": url, "agent_id": "reader"})
+    env.call("smart_fetch", {"url": url, "agent_id": "reader"})
+    env.call("smart_fetch", {"url": f"{fake.url}/gone", "agent_id": "other"})
+    today = date.fromisoformat(fetch_log(env)[0]["timestamp"][:10])
+    (env.state_dir / "logs" / "fetch-2026-01-01.jsonl").write_text("not json\n")  # out of window
+    doc = report.build_report(str(env.state_dir / "logs"), Window(today, today))
+    size = len(page("article-news.html"))
+    assert doc["fetches"] == {
+        "total": 3,
+        "skipped": 0,
+        "agents": {
+            "other": {"fetched": 0, "cached": 0, "failed": 1, "bytes": len(b"not scripted")},
+            "reader": {"fetched": 1, "cached": 1, "failed": 0, "bytes": size},
+        },
+    }
+    rows = {t.key: t.rows for t in report.report_tables(doc)}["fetches"]
+    assert rows == [["other", "0", "0", "1", "12"], ["reader", "1", "1", "0", f"{size:,}"]]

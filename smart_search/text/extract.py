@@ -48,6 +48,9 @@ def extract_page(body: bytes, content_type: str, url: str) -> Extracted:
         include_tables=True,
         include_images=False,
         include_links=False,
+        # The page's own published date only, not a guess from any date in its text (the
+        # extensive search dated CAPTCHA pages and result lists from stray numbers).
+        date_extraction_params={"extensive_search": False, "original_date": True},
     )
     if doc is None:
         return Extracted(None, None, None, "")
