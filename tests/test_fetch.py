@@ -457,3 +457,24 @@ def test_the_report_counts_fetches_per_agent(env: Env, fake: FakeServer):
     }
     rows = {t.key: t.rows for t in report.report_tables(doc)}["fetches"]
     assert rows == [["other", "0", "0", "1", "12"], ["reader", "1", "1", "0", f"{size:,}"]]
+
+
+def test_a_path_outside_ascii_is_sent_percent_encoded(env: Env, fake: FakeServer):
+    configure(env)
+    fake.route("/café menu", Reply(200, page("docs-page.html"), HTML))
+    fake.route("/caf%C3%A9%20menu", Reply(200, page("docs-page.html"), HTML))
+    fake.route("/old", Reply(302, b"", {"location": "/café menu?q=ü"}))
+    result = env.call("smart_fetch", {"url": f"{fake.url}/old"})
+    assert result["error"] is None, result
+    assert fake.requests[-1].target == "/caf%C3%A9%20menu?q=%C3%BC"
+
+
+def test_https_goes_through_tls_to_the_checked_address(fake: FakeServer):
+    # The fake speaks plain HTTP: it waits for a request line that the TLS handshake never
+    # sends, so the fetch fails (at the timeout), and no request ever reaches it in clear text.
+    with pytest.raises((pages.errors.TransportFailure, pages.errors.Timeout)):
+        pages.fetch_page(
+            f"https://site.test:{fake.port}/", allow_private=True, max_bytes=1000, timeout_s=0.5,
+            deadline=time.monotonic() + 5, resolver=lambda host, port: ["127.0.0.1"],
+        )  # fmt: skip
+    assert fake.requests == []

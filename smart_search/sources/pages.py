@@ -180,7 +180,7 @@ def _exchange(
         raise errors.Timeout(f"No time left for the request to {host}.")
     kind = _PinnedHTTPS if scheme == "https" else _PinnedHTTP
     connection = kind(host, port, address, budget)
-    target = urlsplit(url)._replace(scheme="", netloc="", fragment="").geturl() or "/"
+    target = _request_target(url)
     sent = False
     try:
         connection.putrequest("GET", target, skip_accept_encoding=True)
@@ -202,6 +202,18 @@ def _exchange(
         raise errors.TransportFailure(f"Could not fetch {host}.", sent=sent) from None
     finally:
         connection.close()
+
+
+def _request_target(url: str) -> str:
+    """Path and query as sent: characters http.client refuses (non-ASCII, spaces from a
+    redirect's Location) percent-encoded, escapes already there kept."""
+    from urllib.parse import quote
+
+    parts = urlsplit(url)
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return quote(target, safe="/?&=%:@!$'()*+,;~[]-._")
 
 
 def _read_body(
