@@ -12,7 +12,6 @@ cache uncut, capped to `max_chars` → one line in `logs/fetch-YYYY-MM-DD.jsonl`
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -140,7 +139,10 @@ def _answer(
 
 
 def cache_key(url: str) -> str:
-    # Its own namespace in the shared cache, apart from the search tiers' keys.
+    # Its own namespace in the shared cache, apart from the search tiers' keys. (hashlib here:
+    # search_quota_status imports this module for `fetch_status` and needs none of it.)
+    import hashlib
+
     return "fetch:" + hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest()
 
 
