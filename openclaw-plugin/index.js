@@ -206,8 +206,8 @@ export function fetchResult(product, url, tookMs) {
   const text = typeof product?.text === "string" ? product.text : "";
   return {
     url,
-    finalUrl: typeof product?.url === "string" ? product.url : url,
-    status: 200,
+    finalUrl: typeof product?.final_url === "string" ? product.final_url : url,
+    status: Number.isInteger(product?.http_status) ? product.http_status : 200,
     ...(typeof product?.title === "string" && product.title ? { title: product.title } : {}),
     extractor: PROVIDER_ID,
     text,

@@ -14,6 +14,7 @@ USAGE = """usage: smart-search < call.json
                     [--country CC] [--language LL]
        smart-search quota [--agent-id ID]
        smart-search complete --agent-id ID
+       smart-search fetch URL [--agent-id ID] [--max-chars N] [--fresh]
        smart-search doctor [--json]
        smart-search reconcile [--json]
        smart-search report [--days N | --since DATE [--until DATE]] [--agent ID] [--json]
@@ -23,7 +24,7 @@ USAGE = """usage: smart-search < call.json
        smart-search mcp [--http [HOST:]PORT] [--agent-id ID]
 
 Reads ONE JSON object {"tool": "<name>", "args": {...}} from stdin and prints ONE JSON object.
-Tools: smart_search, search_quota_status, search_mark_agent_complete.
+Tools: smart_search, search_quota_status, search_mark_agent_complete, smart_fetch.
 Options: --help, --version
 """
 
@@ -39,6 +40,7 @@ SUBCOMMANDS = {
     "search": "shell.argforms:search_main",
     "quota": "shell.argforms:quota_main",
     "complete": "shell.argforms:complete_main",
+    "fetch": "shell.argforms:fetch_main",
     "doctor": "shell.doctor:main",
     "reconcile": "shell.reconcile:main",
     "report": "report:main",

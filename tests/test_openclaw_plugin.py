@@ -372,6 +372,8 @@ def test_agent_turns_of_two_agents_are_charged_to_each(
 # product does not know the tool, and runs for real (strict) once it does.
 
 PRODUCT_HAS_SMART_FETCH = "smart_fetch" in (REPO / "schemas" / "request.json").read_text()
+# The fakes listen on loopback, which smart_fetch refuses unless the operator allows it.
+LOOPBACK_FETCH = {"fetch": {"allow_private_hosts": True, "min_interval_ms": 0}}
 
 
 def product_answer(host: Host, state: Path, call: dict[str, Any]) -> dict[str, Any]:
@@ -392,7 +394,7 @@ def test_a_fetch_error_is_the_products_message(
     fake.route(
         "/gone", Reply(404, b"<html><body>gone</body></html>", {"content-type": "text/html"})
     )
-    host.configure(fake, {})
+    host.configure(fake, LOOPBACK_FETCH)
     state = tmp_path / "ss"
     url = f"{fake.url}/gone"
     out, proc = infer(host, state, "fetch", "--url", url)
@@ -415,13 +417,14 @@ def test_infer_web_fetch_reads_the_page_through_smart_fetch(
     host: Host, fake: FakeServer, tmp_path: Path
 ) -> None:
     fake.route("/article", Reply(200, PAGE, {"content-type": "text/html; charset=utf-8"}))
-    host.configure(fake, {})
+    host.configure(fake, LOOPBACK_FETCH)
     state = tmp_path / "ss"
     out, proc = infer(host, state, "fetch", "--url", f"{fake.url}/article")
     assert out["ok"] is True and out["provider"] == "smart-search", out
     result = out["outputs"][0]["result"]
     assert "fetched this paragraph through the product" in result["text"]
     assert result["title"] == "Plugin probe page" and result["extractor"] == "smart-search"
+    assert result["finalUrl"] == f"{fake.url}/article" and result["status"] == 200
     assert len(fake.requests_to("/article")) == 1
     assert_no_key(host, fake, state, proc)
 

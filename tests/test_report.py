@@ -425,6 +425,8 @@ def test_known_logs_every_number(tmp_path: Path) -> None:
     doc = as_json(report.build_report(str(logs), known_window()))
     validate(doc)
     assert doc.pop("generated_at") == "2026-01-10T00:00:00Z"
+    # No fetch log among the known logs (tests/test_fetch.py counts fetches).
+    assert doc.pop("fetches") == {"total": 0, "skipped": 0, "agents": {}}
     assert doc == {
         "report_version": 1,
         "since": "2025-11-29",

@@ -124,6 +124,7 @@ class Settings(NamedTuple):
     state_backend: dict[str, Any]
     max_unconfigured_agents: int
     cache: dict[str, Any]
+    fetch: dict[str, Any]  # smart_fetch (issue 21): every `fetch.x` field, defaults filled in
     config_path: str | None
     # Layouts OpenClaw would reject and unknown config keys: every tool result carries them.
     warnings: tuple[str, ...] = ()

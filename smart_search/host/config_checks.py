@@ -210,15 +210,12 @@ def _redis_backend(backend: dict[str, Any]) -> dict[str, Any]:
     return {"url": url, "prefix": prefix}
 
 
-_CACHE_KEYS = fields_of("cache")
-
-
-def check_cache(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
-    """`cache`: the shared result cache (cache.py). A TTL of 0, or `enabled: false`, turns off
-    serving from it for that class; unknown keys are refused so a typo never goes unnoticed."""
+def _check_fields(value: Any, name: str, fields: tuple[ConfigKey, ...]) -> dict[str, Any]:
+    """An object key (`cache`, `fetch`): each field by its own row; unknown keys are refused
+    so a typo never goes unnoticed."""
     if not isinstance(value, dict):
         raise ConfigError(f'Config key "{name}" must be an object.')
-    leaves = [field.name.rsplit(".", 1)[1] for field in _CACHE_KEYS]
+    leaves = [field.name.rsplit(".", 1)[1] for field in fields]
     for leaf in value:
         if leaf not in leaves:
             raise ConfigError(
@@ -226,8 +223,19 @@ def check_cache(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
             )
     return {
         leaf: CHECKS[field.kind](value.get(leaf, field.default), field.name, field)
-        for leaf, field in zip(leaves, _CACHE_KEYS, strict=True)
+        for leaf, field in zip(leaves, fields, strict=True)
     }
+
+
+def check_cache(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
+    """`cache`: the shared result cache (cache.py). A TTL of 0, or `enabled: false`, turns off
+    serving from it for that class."""
+    return _check_fields(value, name, fields_of("cache"))
+
+
+def check_fetch(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
+    """`fetch`: smart_fetch's settings (search/fetch_tool.py), every field filled in."""
+    return _check_fields(value, name, fields_of("fetch"))
 
 
 # Each kind of config_keys.KEYS that needs no provider list, and its check.
@@ -247,4 +255,5 @@ CHECKS = {
     "agent_id": check_agent_id,
     "backend": check_state_backend,
     "cache": check_cache,
+    "fetch": check_fetch,
 }

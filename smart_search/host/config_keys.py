@@ -231,6 +231,27 @@ KEYS: tuple[ConfigKey, ...] = (
     ),
     _whole("cache.max_entries", 5000, 0, MAX_COUNT, "entry limit; least recently used go first"),
     _whole("cache.max_bytes", 64 * 1024 * 1024, 0, 1 << 40, "size limit in bytes"),
+    ConfigKey("fetch", "fetch", {}, "smart_fetch, the page fetch tool: its keys below"),
+    ConfigKey(
+        "fetch.allow_private_hosts", "bool", False,
+        "fetch private, loopback, link-local and metadata addresses (tests, intranets)",
+    ),
+    _whole(
+        "fetch.daily_allocation", 0, 0, MAX_COUNT,
+        "fetches each agent may make per day (0: no limit)",
+    ),
+    _whole(
+        "fetch.min_interval_ms", 1000, 0, MAX_MS,
+        "gap between two requests to one host, across processes",
+    ),
+    _whole(
+        "fetch.cache_ttl_seconds", 3600, 0, 366 * 86400,
+        "how long a fetched page is served again (0: never)",
+    ),
+    _whole(
+        "fetch.max_bytes", 2 * 1024 * 1024, 4096, 64 * 1024 * 1024,
+        "bytes of a page read at most; a larger page is read that far",
+    ),
     ConfigKey(
         "timezone", "zone", None, "zone whose calendar day the quota and logs follow (unset: UTC)"
     ),
@@ -303,12 +324,14 @@ KIND_TYPES = {
     "agent_id": "agent id",
     "cache": "object",
     "keys": "array or null",
+    "fetch": "object",
 }
 # The docs page's "allowed" column for kinds without bounds or choices.
 KIND_RULES = {
     "keywords": "non-empty strings, matched lowercase",
     "backend": "the keys below",
     "cache": "the keys below",
+    "fetch": "the keys below",
     "provider": " or ".join(f"`{n}`" for n in registry.api_names()),
     "providers_chain": "each of "
     + ", ".join(f"`{n}`" for n in registry.api_names())

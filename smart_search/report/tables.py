@@ -68,7 +68,20 @@ def report_tables(report: dict[str, Any]) -> list[Table]:
         tables.append(_units_table(report, rows, key, label))
         tables.append(_latency_table(report, rows, key, label))
         tables.append(_failures_by_table(rows, key, label))
+    if report.get("fetches", {}).get("agents"):  # an install that never fetched shows none
+        tables.append(_fetch_table(report["fetches"]))
     return tables
+
+
+def _fetch_table(fetches: dict[str, Any]) -> Table:
+    """smart_fetch calls per agent (report/fetches.py)."""
+    rows = [
+        [label_of(agent), fmt_int(n["fetched"]), fmt_int(n["cached"]), fmt_int(n["failed"]),
+         fmt_int(n["bytes"])]
+        for agent, n in fetches["agents"].items()
+    ]  # fmt: skip
+    return Table("fetches", "Page fetches by agent",
+                 ["agent", "fetched", "cached", "failed", "bytes"], rows)  # fmt: skip
 
 
 def _summary_table(report: dict[str, Any]) -> Table:
