@@ -14,7 +14,9 @@ USAGE = """usage: smart-search < call.json
                     [--country CC] [--language LL]
        smart-search quota [--agent-id ID]
        smart-search complete --agent-id ID
+       smart-search fetch URL [--agent-id ID] [--max-chars N] [--fresh]
        smart-search doctor [--json]
+       smart-search reconcile [--json]
        smart-search report [--days N | --since DATE [--until DATE]] [--agent ID] [--json]
                     [--html FILE] [--state-dir DIR]
        smart-search cache clear [--json]
@@ -22,7 +24,7 @@ USAGE = """usage: smart-search < call.json
        smart-search mcp [--http [HOST:]PORT] [--agent-id ID]
 
 Reads ONE JSON object {"tool": "<name>", "args": {...}} from stdin and prints ONE JSON object.
-Tools: smart_search, search_quota_status, search_mark_agent_complete.
+Tools: smart_search, search_quota_status, search_mark_agent_complete, smart_fetch.
 Options: --help, --version
 """
 
@@ -38,7 +40,9 @@ SUBCOMMANDS = {
     "search": "shell.argforms:search_main",
     "quota": "shell.argforms:quota_main",
     "complete": "shell.argforms:complete_main",
+    "fetch": "shell.argforms:fetch_main",
     "doctor": "shell.doctor:main",
+    "reconcile": "shell.reconcile:main",
     "report": "report:main",
     "cache": "shell.cache_admin:cache_main",
     "state": "shell.admin:state_main",
@@ -69,14 +73,29 @@ def main(argv: list[str] | None = None) -> int:
     # backends (trio ~80 ms when installed, anyio a few ms). Library users are not affected.
     for backend in ("trio", "anyio"):
         sys.modules.setdefault(backend, None)  # type: ignore[arg-type]
+    # Asked to stop (SIGTERM: the OpenClaw plugin's abort), the call sends nothing more, cuts off
+    # what is in flight and still settles: a hold whose request never left is refunded.
+    import signal
+
+    from smart_search.sources import cancel
+
+    signal.signal(signal.SIGTERM, cancel.request_from_signal)
     from smart_search.shell.runner import MAX_INPUT_BYTES, dumps, handle
 
     try:
         raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
     except Exception:  # noqa: BLE001 - a closed or broken stdin is just empty input
         raw = b""
+    from smart_search.errors import Cancelled
+
+    try:
+        result = handle(raw)
+    except Cancelled as stopped:
+        # The walk has settled (refunded what never left); the caller gave up on the answer.
+        sys.stderr.write(f"smart-search: stopped: {stopped}\n")
+        return 128 + signal.SIGTERM
     out = sys.stdout.buffer
-    out.write(dumps(handle(raw)))
+    out.write(dumps(result))
     out.flush()
     return 0
 

@@ -173,6 +173,25 @@ class Blocked(SearchError):
     counts_for_breaker = True
 
 
+class InvalidUrl(SearchError):
+    """smart_fetch was given, or redirected to, a URL that is not a fetchable http(s) URL."""
+
+    error_code = "invalid_url"
+
+
+class BlockedAddress(SearchError):
+    """smart_fetch refused a host that resolves to a private, loopback, link-local, reserved,
+    multicast or metadata address (`fetch.allow_private_hosts` lets them through)."""
+
+    error_code = "blocked_address"
+
+
+class FetchLimit(SearchError):
+    """The agent has spent today's fetch allocation (`fetch.daily_allocation`)."""
+
+    error_code = "fetch_limit"
+
+
 class AgentNotFound(SearchError):
     """Status or completion named an agent that is neither configured nor registered today."""
 

@@ -35,6 +35,7 @@ RESULT_SCHEMAS = {
     "smart_search": "smart_search.result.json",
     "search_quota_status": "search_quota_status.result.json",
     "search_mark_agent_complete": "search_mark_agent_complete.result.json",
+    "smart_fetch": "smart_fetch.result.json",
     None: "error.result.json",
 }
 

@@ -229,8 +229,8 @@ def test_error_codes_in_code_are_the_schemas_vocabulary() -> None:
         seen.add(cls.error_code)
         classes.extend(cls.__subclasses__())
     assert seen <= vocabulary
-    assert len(vocabulary) == 25  # RULINGS 1's 22, plus state_unavailable, state_unsafe and
-    # state_unwritable
+    assert len(vocabulary) == 28  # RULINGS 1's 22, plus state_unavailable, state_unsafe and
+    # state_unwritable, and smart_fetch's invalid_url, blocked_address and fetch_limit
 
 
 # --- the runner never crashes, whatever the bytes ------------------------------------------

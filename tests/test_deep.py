@@ -403,8 +403,8 @@ def test_source_weights_and_tracking_params_shape_the_merge(env: Env, fake: Fake
         ({"source_weights": {"brave": 0}}, '"source_weights.brave" must be a positive number.'),
         (
             {"source_weights": {"yahoo": 1}},
-            '"source_weights.yahoo" is not a source (gemini, brave, exa, serper, google, bing, '
-            "duckduckgo).",
+            '"source_weights.yahoo" is not a source '
+            "(gemini, brave, exa, serper, searxng, google, bing, duckduckgo).",
         ),
         ({"tracking_params": "utm"}, '"tracking_params" must be an array of parameter names.'),
     ],

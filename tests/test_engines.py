@@ -19,12 +19,15 @@ from urllib.parse import urlsplit
 import pytest
 
 from smart_search import errors
-from smart_search.host.config import ENGINES
+from smart_search.host.config import ENGINES as ALL_ENGINES
 from smart_search.sources import registry
 from smart_search.sources.engines import bing, duckduckgo, google
 from smart_search.sources.engines.fetch import classify_status, engine_module, fetch_engine
 from smart_search.sources.http import HttpResponse
 from tests.fakes import FakeServer, Reply
+
+# The scraped engines: a self-hosted one (SearXNG, JSON) has its own tests (test_searxng.py).
+ENGINES = tuple(e for e in ALL_ENGINES if not registry.source(e).self_hosted)
 
 SERP = Path(__file__).parent / "fixtures" / "serp"
 

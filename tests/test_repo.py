@@ -65,7 +65,7 @@ def test_distribution_name_is_not_the_strangers_package() -> None:
     assert project["scripts"] == {"smart-search": "smart_search.__main__:main"}
 
 
-TOOLS = {"smart_search", "search_quota_status", "search_mark_agent_complete"}
+TOOLS = {"smart_search", "search_quota_status", "search_mark_agent_complete", "smart_fetch"}
 
 
 def tools_called(calls: list[str]) -> set[str]:
@@ -125,7 +125,7 @@ def test_readme_tool_calls_are_valid_calls() -> None:
     """The front door shows one call of each tool; each is a request the contract accepts."""
     readme = (REPO / "README.md").read_text()
     calls = re.findall(r"^echo '(\{.*?\})' \| smart-search$", readme, re.M)
-    assert len(calls) == 3
+    assert len(calls) == 4
     assert tools_called(calls) == TOOLS
 
 

@@ -273,6 +273,7 @@ def block(
     searches: int, ok: int, deep: int, fallback: tuple[int, float | None],
     gemini: dict, brave: dict, web: tuple[int, int, int], cache: tuple[int, int],
     failures: dict[str, int], latency: tuple[float | None, float | None], tiers: dict[str, dict],
+    keys: dict[str, dict[str, int]] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     return {
         "searches": searches,
@@ -282,6 +283,7 @@ def block(
         "fallback": {"count": fallback[0], "rate": fallback[1]},
         "units": {"gemini": gemini, "brave": brave, **{p: units() for p in OTHERS}},
         "units_total": gemini["total"] + brave["total"],
+        "units_by_key": keys or {},
         "web_answers": dict(zip(("google", "bing", "duckduckgo"), web, strict=True)),
         "cache": {"hits": cache[0], "units_saved": cache[1]},
         "failures": failures,
@@ -437,6 +439,8 @@ def test_known_logs_every_number(tmp_path: Path) -> None:
     doc = as_json(report.build_report(str(logs), known_window()))
     validate(doc)
     assert doc.pop("generated_at") == "2026-01-10T00:00:00Z"
+    # No fetch log among the known logs (tests/test_fetch.py counts fetches).
+    assert doc.pop("fetches") == {"total": 0, "skipped": 0, "agents": {}}
     assert doc == {
         "report_version": 1,
         "since": "2025-11-29",

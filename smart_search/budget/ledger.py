@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from smart_search.budget import migrate, quota
+from smart_search.budget import keys, migrate, quota
 from smart_search.errors import (
     AgentNotFound,
     AlreadyComplete,
@@ -83,6 +83,7 @@ def ceilings(settings: Settings) -> quota.Ceilings:
         settings.prices_per_1000,
         settings.monthly_budgets,
         settings.monthly_budget,
+        {p: keys.accounts_of(pool) for p, pool in settings.key_pools.items()},
     )
 
 
@@ -155,7 +156,7 @@ class Ledger:
                 "limit": s.monthly_limits[p],
                 "resets_at": utc_stamp(next_reset(s, p, now, monthly=True)),
             },
-            "headroom": quota.window_headroom(doc, c, p),
+            "headroom": quota.window_headroom(doc, c, p, now),
             "provider_reported_remaining": (
                 None if current is None else int(max(0, quota.reported_remaining(doc, p)))
             ),
@@ -168,15 +169,26 @@ class Ledger:
             ),
             "currency": None if price is None else s.currencies[p],
             "monthly_budget": s.monthly_budgets[p],
+            # Key pools: each key by fingerprint (never the key), present only with a pool.
+            **({"keys": keys.status(doc, c.pools[p], p, now, utc_stamp)} if p in c.pools else {}),
         }
 
     # -- changes -------------------------------------------------------------------------------
-    def reserve(self, agent_id: str, provider: str) -> tuple[quota.Hold, int]:
+    def reserve(
+        self,
+        agent_id: str,
+        provider: str,
+        *,
+        key: str | None = None,
+        exclude: tuple[str, ...] = (),
+    ) -> tuple[quota.Hold, int]:
         """Hold the call's worst case (`max_units_per_call`) in every window and from the
         sources in order, in one atomic step; returns (the hold, queries_remaining after it).
 
         Raises QuotaExhausted (the worst case does not fit a window or the sources, or the
-        provider said it is exhausted) or UnknownAgent (past the cap of unconfigured agents)."""
+        provider said it is exhausted) or UnknownAgent (past the cap of unconfigured agents).
+        With a key pool the hold names its key (`hold.key`): the one with the most headroom, or
+        `key` (a retry keeps its request's key), never one of `exclude`."""
         import os
 
         hold_id = os.urandom(8).hex()
@@ -187,7 +199,8 @@ class Ledger:
             doc = self._current(raw, now)
             quota.drop_stale_holds(doc, provider, now)
             hold = quota.reserve(
-                doc, self.ceilings, agent_id, provider, now, hold_id=hold_id, until=now + lifetime
+                doc, self.ceilings, agent_id, provider, now, hold_id=hold_id, until=now + lifetime,
+                key=key, exclude=exclude,
             )
             left = quota.queries_remaining(doc, self.ceilings, agent_id, provider, hold.source)
             return doc, (hold, left)
@@ -216,7 +229,7 @@ class Ledger:
             for hold, charged in charges:
                 changed = quota.settle(doc, agent_id, provider, hold, charged) or changed
             if observation:
-                self._observe(doc, provider, observation, now)
+                self._observe(doc, provider, observation, now, charges[-1][0])
                 changed = True
             source = charges[0][0].source
             left = quota.queries_remaining(doc, self.ceilings, agent_id, provider, source)
@@ -246,6 +259,28 @@ class Ledger:
 
         return self.store.update(QUOTA_DOC, change)
 
+    def adopt_reports(self, reports: dict[tuple[str, str], dict[str, Any]]) -> None:
+        """Record what providers reported of their month (`{"used", "limit"}` from a usage
+        endpoint), by (provider, account: "-" for the provider's own window, else the label of
+        an account of its key pool), in one atomic step: a provider that says less is left than
+        we think wins; one without a limit says nothing about what is left."""
+        usable = {k: r for k, r in reports.items() if r.get("limit") is not None}
+        if not usable:
+            return
+
+        def change(raw: Document | None) -> tuple[Document, None]:
+            now = self.clock()
+            doc = self._current(raw, now)
+            for (p, account), r in usable.items():
+                left = max(0, r["limit"] - r["used"])
+                if account == "-":
+                    quota.observe(doc, p, now, remaining=left, limit=r["limit"])
+                else:
+                    keys.observe(doc, p, account, None, now, remaining=left, limit=r["limit"])
+            return doc, None
+
+        self.store.update(QUOTA_DOC, change)
+
     def merge(self, incoming: Document, *, add: bool) -> None:
         """Fold another ledger (as `current` reads it) into this one, in one atomic step of the
         store: `add` counts its units on top of ours, else each counter takes the larger."""
@@ -262,10 +297,31 @@ class Ledger:
         return self._current(raw, self.clock() if now is None else now)
 
     # -- internals -----------------------------------------------------------------------------
-    def _observe(self, doc: Document, p: str, seen: dict[str, Any], now: float) -> None:
+    def _observe(
+        self, doc: Document, p: str, seen: dict[str, Any], now: float, hold: quota.Hold
+    ) -> None:
+        """Record what the provider said: on the provider's windows, or with a key pool on the
+        account and key the call's last hold was taken on (`disable`: the key was refused, so
+        it rests until its day resets)."""
         until = None
         if seen.get("exhausted"):
             until = next_reset(self.settings, p, now, monthly=seen["exhausted"] == "month")
+        if hold.account is not None:
+            keys.observe(
+                doc,
+                p,
+                hold.account,
+                hold.key,
+                now,
+                remaining=seen.get("remaining"),
+                limit=seen.get("limit"),
+                exhausted_until=until,
+                why=seen.get("why"),
+                disabled_until=next_reset(self.settings, p, now, monthly=False)
+                if seen.get("disable")
+                else None,
+            )
+            return
         quota.observe(
             doc,
             p,

@@ -231,16 +231,47 @@ def checked(doc: Document, path: str) -> Document:
             ok = ok and is_count(window["day_used"]) and is_count(window["month_used"])
             ok = ok and _optional_time(window["exhausted_until"])
             ok = ok and _holds_ok(window.get("holds", {}))
-            reported = window["reported"]
-            if reported is not None:
-                ok = ok and is_count(reported["remaining"]) and is_count(reported["used_at_seen"])
-                ok = ok and _optional_time(reported["seen_at"])
-                ok = ok and isinstance(reported["month"], str)
+            ok = ok and _reported_ok(window["reported"])
+            ok = ok and _accounts_ok(window.get("keys", {}))
     except (KeyError, TypeError, AttributeError):
         ok = False
     if not ok:
         raise corrupt(path, "unexpected structure")
     return doc
+
+
+def _reported_ok(reported: Any) -> bool:
+    if reported is None:
+        return True
+    ok = is_count(reported["remaining"]) and is_count(reported["used_at_seen"])
+    return ok and _optional_time(reported["seen_at"]) and isinstance(reported["month"], str)
+
+
+# Accounts of one provider's key pool (budget/keys.py): far more than any pool holds.
+MAX_ACCOUNTS = 1_000
+
+
+def _accounts_ok(accounts: Any) -> bool:
+    """A key pool's accounts (keys.py): each label's windows, what the provider reported, its
+    exhaustion mark, and the end time of each disabled key (by fingerprint)."""
+    if not isinstance(accounts, dict) or len(accounts) > MAX_ACCOUNTS:
+        return False
+    for label, e in accounts.items():
+        ok = isinstance(label, str) and 0 < len(label) <= 80 and isinstance(e, dict)
+        ok = ok and isinstance(e["day"], str) and isinstance(e["month"], str)
+        ok = ok and is_count(e["day_used"]) and is_count(e["month_used"])
+        ok = ok and _optional_time(e["exhausted_until"]) and _reported_ok(e["reported"])
+        why = e["exhausted_why"]
+        ok = ok and (why is None or isinstance(why, str))
+        disabled = e["disabled"]
+        ok = ok and isinstance(disabled, dict) and len(disabled) <= MAX_ACCOUNTS
+        ok = ok and all(
+            isinstance(fp, str) and t is not None and _optional_time(t)
+            for fp, t in disabled.items()
+        )
+        if not ok:
+            return False
+    return True
 
 
 # Calls in flight at once: far more than any install runs, few enough to bound the document.
@@ -258,6 +289,7 @@ def _holds_ok(holds: Any) -> bool:
         and is_count(h.get("units"))
         and h.get("until") is not None
         and _optional_time(h["until"])
+        and isinstance(h.get("key", ""), str)
         for key, h in holds.items()
     )
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from smart_search.errors import Timeout
 from smart_search.host.config import Settings
-from smart_search.sources import registry
+from smart_search.sources import cancel, registry
 
 if TYPE_CHECKING:
     from smart_search.store import Store
@@ -34,7 +34,7 @@ def wait_for_slot(
     *,
     clock: Callable[[], float] = time.time,
     monotonic: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] = cancel.sleep,
     store: Store | None = None,
 ) -> float:
     """Block until `engine` may be requested; returns the seconds waited."""

@@ -48,6 +48,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+from smart_search.budget import keys
 from smart_search.errors import QuotaExhausted, UnknownAgent
 from smart_search.host.config import PROVIDERS
 from smart_search.sources import registry
@@ -80,6 +81,7 @@ class Ceilings:
         prices_per_1000: dict[str, float | None] | None = None,
         monthly_budgets: dict[str, float | None] | None = None,
         monthly_budget: float | None = None,
+        pools: dict[str, tuple[keys.Account, ...]] | None = None,
     ) -> None:
         self.daily_limits = daily_limits
         self.monthly_limits = monthly_limits or {}
@@ -92,6 +94,9 @@ class Ceilings:
         self.prices = prices_per_1000 or {}
         self.monthly_budgets = monthly_budgets or {}
         self.monthly_budget = monthly_budget
+        # Key pools (keys.py): per provider with one, its accounts; the limits above are then
+        # the sums of theirs.
+        self.pools = {p: accounts for p, accounts in (pools or {}).items() if accounts}
         self.configured = configured
         self.default_allocation = default_allocation
         self.max_unconfigured_agents = max_unconfigured_agents
@@ -128,6 +133,8 @@ class Hold(NamedTuple):
     date: str
     day: str
     month: str
+    account: str | None = None  # with a key pool: the account (keys.py) it was taken on
+    key: str | None = None  # and the fingerprint of the key its request carries
 
     @property
     def units(self) -> int:
@@ -218,6 +225,7 @@ def roll(doc: Document, now: Windows) -> Document:
         if window["month"] < month:
             window["month"], window["month_used"] = month, 0
             window["reported"] = None
+        keys.roll(window, day, month)
     return doc
 
 
@@ -292,16 +300,12 @@ def direct_headroom(doc: Document, c: Ceilings, provider: str) -> int:
 
 def reported_remaining(doc: Document, provider: str) -> float:
     """What the provider last said is left this month, less what we spent since it said so."""
-    window = doc["windows"][provider]
-    seen = window["reported"]
-    if not seen or seen["month"] != window["month"]:
-        return math.inf
-    return seen["remaining"] - max(0, window["month_used"] - seen["used_at_seen"])
+    return keys.reported_left(doc["windows"][provider])
 
 
-def window_headroom(doc: Document, c: Ceilings, provider: str) -> int:
-    """Units left in every window at once: ours (day, month), the provider's own word, and what
-    the month's budgets in money still buy."""
+def window_headroom(doc: Document, c: Ceilings, provider: str, now: float | None = None) -> int:
+    """Units left in every window at once: ours (day, month), the provider's own word, what
+    the month's budgets in money still buy, and with a key pool the sum of its accounts'."""
     window = doc["windows"][provider]
     left = min(
         c.daily_limits[provider] - window["day_used"],
@@ -309,6 +313,8 @@ def window_headroom(doc: Document, c: Ceilings, provider: str) -> int:
         reported_remaining(doc, provider),
         budget_headroom(doc, c, provider),
     )
+    if provider in c.pools:
+        left = min(left, keys.pool_headroom(doc, c.pools[provider], provider, now))
     return int(max(0, left))
 
 
@@ -333,10 +339,6 @@ def budget_headroom(doc: Document, c: Ceilings, provider: str) -> float:
         left = min(left, (c.monthly_budget - spent) * 1000 / price)
     # A hair under a whole unit from float rounding (0.1 + 0.2) is still that unit.
     return math.floor(left + 1e-9) if left != math.inf else left
-
-
-def limit_headroom(doc: Document, c: Ceilings, provider: str) -> int:
-    return window_headroom(doc, c, provider)
 
 
 def exhausted(doc: Document, provider: str, now: float | None) -> bool:
@@ -369,7 +371,7 @@ def pick_source(
     """The source of the first unit a call would take now, or None when the call's worst case
     does not fit every window and the sources between them."""
     need = worst_case(c, provider)
-    if exhausted(doc, provider, now) or window_headroom(doc, c, provider) < need:
+    if exhausted(doc, provider, now) or window_headroom(doc, c, provider, now) < need:
         return None
     parts = take_sources(doc, c, agent_id, provider, need)
     return None if parts is None else parts[0][0]
@@ -384,6 +386,8 @@ def exhausted_message(doc: Document, c: Ceilings, provider: str, now: float | No
 
         when = datetime.fromtimestamp(window["exhausted_until"], UTC).strftime("%Y-%m-%dT%H:%MZ")
         return f"{label} reported its quota exhausted; it resets at {when}."
+    if provider in c.pools and keys.all_out(doc, c.pools[provider], provider, now):
+        return f"{label} has no usable key: each key of its pool is refused or out of quota."
     if window["month_used"] >= c.monthly_limit(provider):
         return f"{label} quota is exhausted for this month."
     if budget_headroom(doc, c, provider) < worst_case(c, provider):
@@ -409,10 +413,14 @@ def reserve(
     *,
     hold_id: str = "",
     until: float | None = None,
+    key: str | None = None,
+    exclude: tuple[str, ...] = (),
 ) -> Hold:
     """Hold the call's worst case for `agent_id` at `provider` (mutates doc): in every window,
     from the sources in order. Raises QuotaExhausted when it does not fit, UnknownAgent past
-    the cap of unconfigured agents. `until`: when the hold stops counting as in flight."""
+    the cap of unconfigured agents. `until`: when the hold stops counting as in flight.
+    With a key pool, the hold is taken on the key with the most headroom (`key`: that key only;
+    `exclude`: keys this call already tried)."""
     need = worst_case(c, provider)
     if pick_source(doc, c, agent_id, provider, now) is None:
         raise QuotaExhausted(exhausted_message(doc, c, provider, now))
@@ -422,12 +430,21 @@ def reserve(
     parts = take_sources(doc, c, agent_id, provider, need)
     if parts is None:
         raise QuotaExhausted(exhausted_message(doc, c, provider, now))
+    chosen: tuple[str | None, str | None] = (None, None)
+    if provider in c.pools:
+        found = keys.choose(doc, c.pools[provider], provider, need, now, key=key, exclude=exclude)
+        if found is None:
+            raise QuotaExhausted(exhausted_message(doc, c, provider, now))
+        chosen = found
     for source, units in parts:
         _charge(doc, agent_id, provider, source, units)
-    if until is not None:
-        holds(doc, provider)[hold_id] = {"agent": agent_id, "units": need, "until": until}
     window = doc["windows"][provider]
-    return Hold(hold_id, parts, doc["date"], window["day"], window["month"])
+    if chosen[0] is not None:
+        keys.count(doc, provider, chosen[0], window["day"], window["month"], need)
+    if until is not None:
+        record = {"agent": agent_id, "units": need, "until": until, "key": chosen[0]}
+        holds(doc, provider)[hold_id] = {k: v for k, v in record.items() if v is not None}
+    return Hold(hold_id, parts, doc["date"], window["day"], window["month"], *chosen)
 
 
 def settle(doc: Document, agent_id: str, provider: str, hold: Hold, charged: int) -> bool:
@@ -470,6 +487,8 @@ def _count_in_windows(doc: Document, provider: str, hold: Hold, units: int) -> N
         window["day_used"] = max(0, window["day_used"] + units)
     if hold.month == window["month"]:
         window["month_used"] = max(0, window["month_used"] + units)
+    if hold.account is not None:
+        keys.count(doc, provider, hold.account, hold.day, hold.month, units)
 
 
 def refund(doc: Document, agent_id: str, provider: str, hold: Hold) -> bool:
@@ -547,7 +566,7 @@ def provider_totals(
     return {
         "daily_limit": c.daily_limits[provider],
         "used": total_used(doc, provider),
-        "remaining": window_headroom(doc, c, provider),
+        "remaining": window_headroom(doc, c, provider, now),
         "allocated": allocated_total(doc, c, provider),
         "shared_pool": pool_remaining(doc, provider),
         "direct_headroom": direct_headroom(doc, c, provider),

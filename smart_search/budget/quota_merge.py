@@ -54,6 +54,24 @@ def merge_quota(target: Document, incoming: Document, *, add: bool = False) -> D
 
 
 def _merge_window(mine: Document, theirs: Document, add: bool) -> None:
+    _merge_counters(mine, theirs, add)
+    holds = mine.setdefault("holds", {})
+    for key, hold in (theirs.get("holds") or {}).items():
+        holds.setdefault(key, dict(hold))
+    # A key pool's accounts (keys.py): each folded like a window; a disabled key stays disabled
+    # to the later of its two ends.
+    for label, other in (theirs.get("keys") or {}).items():
+        accounts = mine.setdefault("keys", {})
+        if label not in accounts:
+            accounts[label] = orjson.loads(orjson.dumps(other))
+            continue
+        own = accounts[label]
+        _merge_counters(own, other, add)
+        for fp, until in other["disabled"].items():
+            own["disabled"][fp] = max(until, own["disabled"].get(fp) or 0)
+
+
+def _merge_counters(mine: Document, theirs: Document, add: bool) -> None:
     if theirs["day"] > mine["day"]:
         mine["day"], mine["day_used"] = theirs["day"], theirs["day_used"]
     elif theirs["day"] == mine["day"]:
@@ -69,6 +87,3 @@ def _merge_window(mine: Document, theirs: Document, add: bool) -> None:
     if (theirs["exhausted_until"] or 0) > (mine["exhausted_until"] or 0):
         mine["exhausted_until"] = theirs["exhausted_until"]
         mine["exhausted_why"] = theirs.get("exhausted_why")
-    holds = mine.setdefault("holds", {})
-    for key, hold in (theirs.get("holds") or {}).items():
-        holds.setdefault(key, dict(hold))

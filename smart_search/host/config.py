@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
@@ -43,9 +43,20 @@ from smart_search.sources import registry
 from smart_search.text.urls import is_allowed_base_url as is_allowed_base_url
 from smart_search.text.urls import is_loopback_host as is_loopback_host
 
+if TYPE_CHECKING:
+    from smart_search.host.config_pools import PoolKey
+
 # The sources, as the registry declares them (sources/registry.py): search APIs, web engines.
 PROVIDERS = registry.api_names()
 ENGINES = registry.web_names()
+
+
+def engines(settings: Settings) -> tuple[str, ...]:
+    """The web engines `settings` can reach, in the registry's order: every engine but a
+    self-hosted one whose endpoint is not configured (it has no default)."""
+    return tuple(e for e in ENGINES if e in settings.endpoints)
+
+
 # The chat agent of Strategy B (spec 4), always known, also under strict_agents.
 GENERAL_AGENT = "general"
 
@@ -109,10 +120,11 @@ class Settings(NamedTuple):
     endpoints: dict[str, str]
     state_dir: str
     timezone: str | None
-    api_keys: dict[str, Secret | None]
+    api_keys: dict[str, Secret | None]  # with a key pool: its first key
     state_backend: dict[str, Any]
     max_unconfigured_agents: int
     cache: dict[str, Any]
+    fetch: dict[str, Any]  # smart_fetch (issue 21): every `fetch.x` field, defaults filled in
     config_path: str | None
     # Layouts OpenClaw would reject and unknown config keys: every tool result carries them.
     warnings: tuple[str, ...] = ()
@@ -128,6 +140,9 @@ class Settings(NamedTuple):
     deep_max_units: int = 4
     source_weights: dict[str, float] = {}  # never mutated
     tracking_params: tuple[str, ...] = ()
+    # Key pools (issue 20, point 3; config_pools.py): per provider, its keys in config order;
+    # () for a provider with its one `<P>_API_KEY` (or none), which is no pool.
+    key_pools: dict[str, tuple[PoolKey, ...]] = {}  # never mutated
 
     def is_configured_agent(self, agent_id: str) -> bool:
         return agent_id in self.agent_allocations
@@ -196,6 +211,7 @@ def _build(
         provider: _api_key(name, sources, env)
         for provider, name in zip(PROVIDERS, API_KEY_NAMES, strict=True)
     }
+    _key_pools(values, sources, env)
     _check_budgets(values)
     values["state_dir"] = _state_dir(env, values["state_dir"])
     if "deep_max_units" not in section:
@@ -209,6 +225,36 @@ def _build(
     return Settings(**values)
 
 
+def _key_pools(values: dict[str, Any], sources: Any, env: Any) -> None:
+    """Each provider's key pool (`providers.<p>.keys`, else `<P>_API_KEYS`): its first key is
+    the provider's key, and its windows are the sum of its accounts' (each key's, or each
+    project's; a key's limits are the provider's unless its entry sets its own)."""
+
+    def lookup(variable: str) -> str | None:
+        found = find_api_key(variable, sources, env)
+        return None if found is None else found[1]
+
+    pools: dict[str, tuple[PoolKey, ...]] = {}
+    for p, name in zip(PROVIDERS, API_KEY_NAMES, strict=True):
+        entries = values["key_pools"][p]
+        listed = lookup(name + "S") if entries is None else None
+        if entries is None and listed is None:
+            pools[p] = ()  # no pool: nothing of config_pools.py is loaded
+            continue
+        from smart_search.host.config_pools import account_limits, build_pool, env_entries
+
+        if entries is None:
+            entries = env_entries(listed, name + "S")
+        pool = build_pool(
+            entries, lookup, Secret, values["daily_limits"][p], values["monthly_limits"][p]
+        )
+        pools[p] = pool
+        if pool:
+            values["api_keys"][p] = pool[0].secret
+            values["daily_limits"][p], values["monthly_limits"][p] = account_limits(pool)
+    values["key_pools"] = pools
+
+
 def _api_key(name: str, sources: Any, env: Any) -> Secret | None:
     found = find_api_key(name, sources, env)
     if found is None:
@@ -218,6 +264,15 @@ def _api_key(name: str, sources: Any, env: Any) -> Secret | None:
     if not _HEADER_SAFE.fullmatch(value):
         raise ConfigError(f"{name} contains characters that cannot be sent in an HTTP header.")
     return Secret(value)
+
+
+def _check_keys(value: Any, name: str, key: ConfigKey | None = None) -> Any:
+    """`providers.<p>.keys` (config_pools.py, loaded only when a pool is configured)."""
+    if value is None:
+        return None
+    from smart_search.host.config_pools import check_entries
+
+    return check_entries(value, name, key)
 
 
 # --- the kinds whose check needs the provider list (config_checks.py holds the others) --------
@@ -364,6 +419,7 @@ _CHECKS = {
     "allocations": _allocations,
     "allocation": _allocation,
     "weights": _weights,
+    "keys": _check_keys,
 }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from smart_search.errors import ConfigError
 from smart_search.host.config_keys import MAX_COUNT, ConfigKey, fields_of
-from smart_search.text.urls import is_allowed_base_url
+from smart_search.text.urls import is_allowed_base_url, is_private_base_url
 
 # An agent id: also the key of `agent_allocations` (config.py).
 AGENT_ID = re.compile(r"[a-z0-9-]+")
@@ -107,16 +107,28 @@ def check_currency(value: Any, name: str, key: ConfigKey) -> str:
 
 
 def check_endpoints(value: Any, name: str, key: ConfigKey) -> dict[str, str]:
+    """`endpoints`: a base URL per source, https (http only to loopback hosts, and for a
+    self-hosted engine, which carries no key, to private ones too). A self-hosted engine has no
+    default: it is in the result only when configured."""
+    from smart_search.sources import registry
+
     if not isinstance(value, dict):
         raise ConfigError(f'Config key "{name}" must be an object.')
     endpoints = dict(key.default)
     if value is key.default:  # unset: the built-in hosts, nothing to check
         return endpoints
+    sources = {s.name: s for s in registry.sources()}
     for source, url in value.items():
         dotted = f"{name}.{source}"
-        if source not in endpoints:
-            raise ConfigError(f'Config key "{dotted}" is not one of {", ".join(key.default)}.')
-        if not isinstance(url, str) or not is_allowed_base_url(url):
+        if source not in sources:
+            raise ConfigError(f'Config key "{dotted}" is not one of {", ".join(sources)}.')
+        if sources[source].self_hosted:
+            if not isinstance(url, str) or not is_private_base_url(url):
+                raise ConfigError(
+                    f'Config key "{dotted}" must be an https:// URL (http:// only for loopback '
+                    "or private hosts)."
+                )
+        elif not isinstance(url, str) or not is_allowed_base_url(url):
             raise ConfigError(
                 f'Config key "{dotted}" must be an https:// URL (http:// only for loopback hosts).'
             )
@@ -198,15 +210,12 @@ def _redis_backend(backend: dict[str, Any]) -> dict[str, Any]:
     return {"url": url, "prefix": prefix}
 
 
-_CACHE_KEYS = fields_of("cache")
-
-
-def check_cache(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
-    """`cache`: the shared result cache (cache.py). A TTL of 0, or `enabled: false`, turns off
-    serving from it for that class; unknown keys are refused so a typo never goes unnoticed."""
+def _check_fields(value: Any, name: str, fields: tuple[ConfigKey, ...]) -> dict[str, Any]:
+    """An object key (`cache`, `fetch`): each field by its own row; unknown keys are refused
+    so a typo never goes unnoticed."""
     if not isinstance(value, dict):
         raise ConfigError(f'Config key "{name}" must be an object.')
-    leaves = [field.name.rsplit(".", 1)[1] for field in _CACHE_KEYS]
+    leaves = [field.name.rsplit(".", 1)[1] for field in fields]
     for leaf in value:
         if leaf not in leaves:
             raise ConfigError(
@@ -214,8 +223,19 @@ def check_cache(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
             )
     return {
         leaf: CHECKS[field.kind](value.get(leaf, field.default), field.name, field)
-        for leaf, field in zip(leaves, _CACHE_KEYS, strict=True)
+        for leaf, field in zip(leaves, fields, strict=True)
     }
+
+
+def check_cache(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
+    """`cache`: the shared result cache (cache.py). A TTL of 0, or `enabled: false`, turns off
+    serving from it for that class."""
+    return _check_fields(value, name, fields_of("cache"))
+
+
+def check_fetch(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
+    """`fetch`: smart_fetch's settings (search/fetch_tool.py), every field filled in."""
+    return _check_fields(value, name, fields_of("fetch"))
 
 
 # Each kind of config_keys.KEYS that needs no provider list, and its check.
@@ -235,4 +255,5 @@ CHECKS = {
     "agent_id": check_agent_id,
     "backend": check_state_backend,
     "cache": check_cache,
+    "fetch": check_fetch,
 }

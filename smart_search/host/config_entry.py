@@ -165,10 +165,12 @@ def configured_key_values(env: Any) -> list[str]:
         except Exception:  # noqa: BLE001 - best effort: the environment alone then
             pass
         for _, source in sources:
-            for name in API_KEY_NAMES:
+            for name in (*API_KEY_NAMES, *(n + "S" for n in API_KEY_NAMES if n)):
                 value = source.get(name)
                 if isinstance(value, str):
                     found += [value, value.strip(), substitute_variables(value, env).strip()]
+                    if name not in API_KEY_NAMES:  # a key pool: each of its keys too
+                        found += [v.strip() for v in substitute_variables(value, env).split(",")]
     except Exception:  # noqa: BLE001
         pass
     return [value for value in found if value]

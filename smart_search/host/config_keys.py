@@ -29,7 +29,8 @@ DEFAULT_BRAVE_KEYWORDS = ("space", "astronomy", "nasa", "esa", "cosmos")
 # Every source declares its endpoint, and each API its free allowance (the default windows, so a
 # default install never runs into a paid overage), its clock and its units (sources/registry.py).
 _APIS = registry.sources("api")
-DEFAULT_ENDPOINTS = {s.name: s.endpoint for s in registry.sources()}
+# A self-hosted engine declares none: it joins the plans only once `endpoints.<name>` is set.
+DEFAULT_ENDPOINTS = {s.name: s.endpoint for s in registry.sources() if s.endpoint is not None}
 DEFAULT_DAILY_LIMITS = {s.name: s.daily_limit for s in _APIS}
 DEFAULT_MONTHLY_LIMITS = {s.name: s.monthly_limit for s in _APIS}
 DEFAULT_RESET_TIMEZONES = {s.name: s.reset_timezone for s in _APIS}
@@ -156,6 +157,13 @@ KEYS: tuple[ConfigKey, ...] = (
         "like a window",
         field="monthly_budgets",
     ),
+    _per_provider(
+        "keys", "keys", None,
+        "a key pool (docs/quota.md, Key pools): key strings, {\"env\": VAR} or {\"value\": KEY}, "
+        "each object optionally with project, daily_limit, monthly_limit; else <P>_API_KEYS "
+        "(comma-separated), else <P>_API_KEY",
+        field="key_pools",
+    ),
     ConfigKey(
         "monthly_budget", "price", None,
         "most every provider together may cost a month (needs each provider's price_per_1000, "
@@ -173,7 +181,10 @@ KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey(
         "endpoints", "endpoints", DEFAULT_ENDPOINTS,
-        "base URLs by source (paths are fixed); http:// only for loopback hosts",
+        "base URLs by source (paths are fixed); http:// only for loopback hosts, or private "
+        "ones for a self-hosted engine ("
+        + ", ".join(f"`{s.name}`" for s in registry.sources() if s.self_hosted)
+        + "), which is used only once set",
     ),
     ConfigKey(
         "source_weights", "weights", {},
@@ -221,6 +232,27 @@ KEYS: tuple[ConfigKey, ...] = (
     ),
     _whole("cache.max_entries", 5000, 0, MAX_COUNT, "entry limit; least recently used go first"),
     _whole("cache.max_bytes", 64 * 1024 * 1024, 0, 1 << 40, "size limit in bytes"),
+    ConfigKey("fetch", "fetch", {}, "smart_fetch, the page fetch tool: its keys below"),
+    ConfigKey(
+        "fetch.allow_private_hosts", "bool", False,
+        "fetch private, loopback, link-local and metadata addresses (tests, intranets)",
+    ),
+    _whole(
+        "fetch.daily_allocation", 0, 0, MAX_COUNT,
+        "fetches each agent may make per day (0: no limit)",
+    ),
+    _whole(
+        "fetch.min_interval_ms", 1000, 0, MAX_MS,
+        "gap between two requests to one host, across processes",
+    ),
+    _whole(
+        "fetch.cache_ttl_seconds", 3600, 0, 366 * 86400,
+        "how long a fetched page is served again (0: never)",
+    ),
+    _whole(
+        "fetch.max_bytes", 2 * 1024 * 1024, 4096, 64 * 1024 * 1024,
+        "bytes of a page read at most; a larger page is read that far",
+    ),
     ConfigKey(
         "timezone", "zone", None, "zone whose calendar day the quota and logs follow (unset: UTC)"
     ),
@@ -292,12 +324,15 @@ KIND_TYPES = {
     "redis_prefix": "string",
     "agent_id": "agent id",
     "cache": "object",
+    "keys": "array or null",
+    "fetch": "object",
 }
 # The docs page's "allowed" column for kinds without bounds or choices.
 KIND_RULES = {
     "keywords": "non-empty strings, matched lowercase",
     "backend": "the keys below",
     "cache": "the keys below",
+    "fetch": "the keys below",
     "provider": " or ".join(f"`{n}`" for n in registry.api_names()),
     "providers_chain": "each of "
     + ", ".join(f"`{n}`" for n in registry.api_names())
@@ -317,6 +352,7 @@ KIND_RULES = {
     "redis_url": "`redis://` or `rediss://` with a host",
     "redis_prefix": "1 to 64 of letters, digits, `.`, `_`, `:`, `-`",
     "agent_id": "a-z, 0-9, `-`; at most 64 characters",
+    "keys": "1 to 64 entries; keys of at least 8 printable ASCII characters, each listed once",
 }
 
 

@@ -1,10 +1,12 @@
 """Every log file smart-search writes: one JSONL line per smart_search call in
-`<state_dir>/logs/search-YYYY-MM-DD.jsonl` (spec 11, RULINGS 6), and the tracebacks of internal
-faults in `<state_dir>/logs/internal-errors.log`.
+`<state_dir>/logs/search-YYYY-MM-DD.jsonl` (spec 11, RULINGS 6), one per smart_fetch call in
+`fetch-YYYY-MM-DD.jsonl` beside it (issue 21; its own shape, schemas/fetch-log.json), and the
+tracebacks of internal faults in `<state_dir>/logs/internal-errors.log`.
 
 Each line is appended with ONE write to a file opened O_APPEND, so concurrent writers never
 interleave inside a line. Retention goes by the date in the file name only (never mtime) and
-touches nothing but `search-YYYY-MM-DD.jsonl` files. A log failure never fails a search.
+touches nothing but `search-YYYY-MM-DD.jsonl` and `fetch-YYYY-MM-DD.jsonl` files. A log failure
+never fails a search.
 
 Log files are opened relative to a descriptor of `logs/` that was itself opened without following
 a link, and with O_NOFOLLOW: a link planted at `logs/` or at a log file is refused, never written
@@ -36,6 +38,10 @@ def search_log_name(day: str) -> str:
     return f"search-{day}.jsonl"
 
 
+def fetch_log_name(day: str) -> str:
+    return f"fetch-{day}.jsonl"
+
+
 def log_dir(state_dir: str) -> str:
     return os.path.join(state_dir, LOG_DIR)
 
@@ -49,6 +55,28 @@ def append_search_log(
 ) -> None:
     """Append `record` (scrubbed of `secrets`); never raises (a broken log must not break the
     search)."""
+    _append_log(state_dir, search_log_name(day), day, record, retention_days, secrets)
+
+
+def append_fetch_log(
+    state_dir: str,
+    day: str,
+    record: dict[str, Any],
+    retention_days: int,
+    secrets: tuple[str, ...] = (),
+) -> None:
+    """Append one smart_fetch line (logs/fetch_line.py builds it); never raises."""
+    _append_log(state_dir, fetch_log_name(day), day, record, retention_days, secrets)
+
+
+def _append_log(
+    state_dir: str,
+    name: str,
+    day: str,
+    record: dict[str, Any],
+    retention_days: int,
+    secrets: tuple[str, ...],
+) -> None:
     try:
         if secrets:
             from smart_search.text.scrub import scrub
@@ -57,13 +85,14 @@ def append_search_log(
         line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
         dir_fd = open_log_dir(state_dir)
         try:
-            append(dir_fd, search_log_name(day), line)
+            append(dir_fd, name, line)
             prune_logs(dir_fd, day, retention_days)
         finally:
             os.close(dir_fd)
     except Exception as exc:  # noqa: BLE001 - logging is best effort by contract
         try:
-            sys.stderr.write(f"smart-search: search log not written ({exc.__class__.__name__})\n")
+            kind = name.split("-", 1)[0]
+            sys.stderr.write(f"smart-search: {kind} log not written ({exc.__class__.__name__})\n")
         except Exception:  # noqa: BLE001
             pass
 
@@ -128,14 +157,16 @@ def _log_stamp(name: str) -> str | None:
 
 
 def prune_logs(directory: str | int, today: str, retention_days: int) -> list[str]:
-    """Delete search logs dated more than `retention_days` before `today`; returns their names.
+    """Delete search and fetch logs dated more than `retention_days` before `today`; returns
+    their names.
 
     `directory` is a path or a descriptor of the logs directory."""
     oldest = date.fromisoformat(today) - timedelta(days=retention_days)
     dir_fd = directory if isinstance(directory, int) else None
     removed = []
     for name in os.listdir(directory):
-        stamp = _log_stamp(name)
+        # fetch-YYYY-MM-DD.jsonl is dated as its search- twin would be.
+        stamp = _log_stamp("search-" + name[6:] if name.startswith("fetch-") else name)
         if stamp is None:
             continue
         try:

@@ -41,6 +41,7 @@ class Bucket:
         "cache_hits",
         "units_saved",
         "units",
+        "keys",
         "web",
         "failures",
         "tiers",
@@ -57,12 +58,19 @@ class Bucket:
         self.units_saved = 0
         # provider -> [units per SOURCES entry]
         self.units: dict[str, list[int]] = {}
+        # provider -> key fingerprint (or project) of a key pool -> units (attempts' `key`)
+        self.keys: dict[str, dict[str, int]] = {}
         self.web: dict[str, int] = {}
         self.failures: dict[str, int] = {}
         # tier -> [success, failed, skipped, retries]
         self.tiers: dict[str, list[int]] = {}
         self.tier_latency: dict[str, list[float]] = {}
         self.call_latency: list[float] = []
+
+
+def count_keys(into: dict[str, int], other: dict[str, int]) -> None:
+    for key, n in other.items():
+        into[key] = into.get(key, 0) + n
 
 
 def merge_bucket(into: Bucket, other: Bucket) -> None:
@@ -77,6 +85,8 @@ def merge_bucket(into: Bucket, other: Bucket) -> None:
     for mine_counts, their_counts in ((into.web, other.web), (into.failures, other.failures)):
         for key, n in their_counts.items():
             mine_counts[key] = mine_counts.get(key, 0) + n
+    for provider, by_key in other.keys.items():
+        count_keys(into.keys.setdefault(provider, {}), by_key)
     for key, values in other.tier_latency.items():
         into.tier_latency.setdefault(key, []).extend(values)
     into.call_latency.extend(other.call_latency)
@@ -259,6 +269,10 @@ def _attempt_charges(
             units = att["units"]
             if type(units) is int and units > 0 and p in PROVIDERS:
                 charges.append((p, att.get("quota_source") or quota_source, units))
+                key = att.get("key")
+                if bucket is not None and type(key) is str and key:
+                    by_key = bucket.keys.setdefault(p, {})
+                    by_key[key] = by_key.get(key, 0) + units
         if bucket is not None:
             _count_attempt(bucket, att, p)
     return charges if attempt_units else None

@@ -43,7 +43,11 @@ def build_report(
             agg.merge(*state, files)
     else:
         agg.read_files(todo, files)
-    return document(agg, files, {day for day, _ in todo})
+    report = document(agg, files, {day for day, _ in todo})
+    from smart_search.report.fetches import count_fetches
+
+    report["fetches"] = count_fetches(directory, window)
+    return report
 
 
 def _size(todo: list[tuple[str, str]]) -> int:

@@ -8,10 +8,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from smart_search.host.config import ENGINES, PROVIDERS
-from smart_search.report.aggregate import SOURCES, Aggregator, Bucket
+from smart_search.report.aggregate import SOURCES, Aggregator, Bucket, count_keys
 from smart_search.report.budgets import budgets
 from smart_search.report.reading import FileStats
 from smart_search.report.window import days_between
+from smart_search.sources import registry
 from smart_search.text.stamps import utc_stamp
 
 REPORT_VERSION = 1
@@ -77,6 +78,7 @@ def summarize(buckets: list[Bucket], tiers: list[str], engines: list[str]) -> di
     searches = succeeded = deep = fallback = hits = saved = 0
     units = {p: [0, 0, 0, 0] for p in PROVIDERS}
     web = dict.fromkeys(engines, 0)
+    keys: dict[str, dict[str, int]] = {}
     failures: dict[str, int] = {}
     call_latency: list[float] = []
     for b in buckets:
@@ -92,6 +94,8 @@ def summarize(buckets: list[Bucket], tiers: list[str], engines: list[str]) -> di
                 total[i] += n
         for engine, n in b.web.items():
             web[engine] = web.get(engine, 0) + n
+        for p, by_key in b.keys.items():
+            count_keys(keys.setdefault(p, {}), by_key)
         for code, n in b.failures.items():
             failures[code] = failures.get(code, 0) + n
         call_latency.extend(b.call_latency)
@@ -107,6 +111,7 @@ def summarize(buckets: list[Bucket], tiers: list[str], engines: list[str]) -> di
             for p, row in units.items()
         },
         "units_total": sum(sum(row) for row in units.values()),
+        "units_by_key": {p: dict(sorted(by_key.items())) for p, by_key in sorted(keys.items())},
         "web_answers": web,
         "cache": {"hits": hits, "units_saved": saved},
         "failures": dict(sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -166,7 +171,9 @@ def engine_names(buckets: Iterable[Bucket]) -> list[str]:
     seen: set[str] = set()
     for b in buckets:
         seen.update(b.web)
-    return list(ENGINES) + sorted(seen - set(ENGINES))
+    # A self-hosted engine has a column only when the logs show it (it may not be configured).
+    listed = [e for e in ENGINES if e in seen or not registry.source(e).self_hosted]
+    return listed + sorted(seen - set(ENGINES))
 
 
 def rate(part: int, whole: int) -> float | None:

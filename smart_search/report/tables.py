@@ -59,7 +59,8 @@ def _p50_p95(p50: float | None, p95: float | None) -> str:
 
 def report_tables(report: dict[str, Any]) -> list[Table]:
     """Every table of the report, in print order."""
-    tables = [_summary_table(report), *_budget_tables(report), _tier_table(report)]
+    tables = [_summary_table(report), *_budget_tables(report), *_key_tables(report)]
+    tables.append(_tier_table(report))
     tables.append(_failure_table(report))
     for dim, key, label in (("by_day", "day", "day"), ("by_agent", "agent_id", "agent")):
         rows = report[dim]
@@ -67,7 +68,20 @@ def report_tables(report: dict[str, Any]) -> list[Table]:
         tables.append(_units_table(report, rows, key, label))
         tables.append(_latency_table(report, rows, key, label))
         tables.append(_failures_by_table(rows, key, label))
+    if report.get("fetches", {}).get("agents"):  # an install that never fetched shows none
+        tables.append(_fetch_table(report["fetches"]))
     return tables
+
+
+def _fetch_table(fetches: dict[str, Any]) -> Table:
+    """smart_fetch calls per agent (report/fetches.py)."""
+    rows = [
+        [label_of(agent), fmt_int(n["fetched"]), fmt_int(n["cached"]), fmt_int(n["failed"]),
+         fmt_int(n["bytes"])]
+        for agent, n in fetches["agents"].items()
+    ]  # fmt: skip
+    return Table("fetches", "Page fetches by agent",
+                 ["agent", "fetched", "cached", "failed", "bytes"], rows)  # fmt: skip
 
 
 def _summary_table(report: dict[str, Any]) -> Table:
@@ -153,6 +167,19 @@ def _budget_tables(report: dict[str, Any]) -> list[Table]:
             align="ll",
         ),
     ]  # fmt: skip
+
+
+def _key_tables(report: dict[str, Any]) -> list[Table]:
+    """Units per key of a key pool (by fingerprint or project), when any pool was used."""
+    by_key = report["totals"]["units_by_key"]
+    rows = [
+        [label_of(p), label_of(key), fmt_int(n)]
+        for p, keys in by_key.items()
+        for key, n in keys.items()
+    ]
+    if not rows:
+        return []
+    return [Table("keys", "Units by key (key pools)", ["provider", "key", "units"], rows)]
 
 
 def _tier_table(report: dict[str, Any]) -> Table:

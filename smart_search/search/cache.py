@@ -232,8 +232,10 @@ class Flight:
     def _wait(self, key: str, deadline: float) -> dict[str, Any] | None:
         """Until the leader's entry appears (returned), its lease ends (None), or `deadline`."""
         pause = POLL_FIRST_S
-        while time.monotonic() < deadline and not self.broken:
-            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        from smart_search.sources import cancel
+
+        while time.monotonic() < deadline and not self.broken and not cancel.requested():
+            cancel.sleep(min(pause, max(0.0, deadline - time.monotonic())))
             pause = min(pause * 2, POLL_MAX_S)
             found = self._get(key)
             if found is not None:

@@ -27,8 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 from smart_search.errors import QuotaExhausted, Timeout
-from smart_search.host.config import ENGINES, GENERAL_AGENT
-from smart_search.search.planner import Tier, apis_then_engine, is_finance
+from smart_search.host.config import GENERAL_AGENT
+from smart_search.search.planner import Tier, apis_then_engines, is_finance, web_engines
 from smart_search.search.tiers import (
     Attempt,
     Outcome,
@@ -43,11 +43,13 @@ from smart_search.sources import registry
 
 def legs(agent_id: str, query: str, run: Run, routed: str) -> list[Tier]:
     """The legs, numbered as their attempts are: the routed API, the other APIs, one web engine
-    (the first engine for the chat agent, whose strategy starts on the web; else the fallback)."""
+    (the first engine for the chat agent, whose strategy starts on the web; else the fallback;
+    a configured self-hosted engine for either, as it leads both strategies' web tiers)."""
     general = agent_id == GENERAL_AGENT
-    engine = ENGINES[0] if general else ENGINES[-1]
+    own, first, last = web_engines(run.settings)
+    engine = [*own, *first, last][0] if general else [*own, last][0]
     blocked = not general and is_finance(query, run.settings)
-    return apis_then_engine(routed, run.settings, engine, blocked=blocked)
+    return apis_then_engines(routed, run.settings, (engine,), blocked=blocked)
 
 
 def budget(tiers: list[Tier], run: Run) -> tuple[dict[int, int], dict[int, QuotaExhausted]]:

@@ -7,6 +7,10 @@ Pure functions of the query, the agent and the settings (spec 4-5, RULINGS 3, 5)
 - Strategy B (`general`): Google, Bing, the routed API (the only tier that spends quota), then
   DuckDuckGo (RULINGS 5: so an install with no keys still answers when Google and Bing refuse
   plain HTTP clients).
+
+A self-hosted engine (`Source.self_hosted`), once its endpoint is configured, leads the web
+tiers of both: first of Strategy B, and in Strategy A right before the fallback (under the same
+finance rule, since it answers as web_fetch).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from smart_search.host.config import ENGINES, GENERAL_AGENT, PROVIDERS, Settings
+from smart_search.host.config import GENERAL_AGENT, PROVIDERS, Settings, engines
 from smart_search.sources import registry
 
 
@@ -96,28 +100,43 @@ def routed_provider(query: str, settings: Settings, force_provider: str | None) 
     return force_provider or route(query, settings)
 
 
+def web_engines(settings: Settings) -> tuple[list[str], list[str], str]:
+    """The engines `settings` reaches, as the plans use them: (the configured self-hosted ones,
+    which lead the web tiers; the public ones before the fallback; the fallback, the last public
+    engine: DuckDuckGo's keyless HTML page, which refuses plain HTTP clients least)."""
+    own: list[str] = []
+    public: list[str] = []
+    for name in engines(settings):
+        (own if registry.source(name).self_hosted else public).append(name)
+    *first, last = public
+    return own, first, last
+
+
 def plan(agent_id: str, query: str, settings: Settings, routed: str) -> list[Tier]:
     """The tiers to try, in order, for a query already routed to `routed`."""
-    # The web engines in their declared order; the last (DuckDuckGo's keyless HTML page) is the
-    # fallback of both strategies, since the others refuse plain HTTP clients more often.
-    *first_engines, last_engine = ENGINES
+    own, first_engines, last_engine = web_engines(settings)
     chain = settings.provider_order
     if agent_id == GENERAL_AGENT:  # Strategy B: the web first, the routed API before the last
         # (and the rest of a configured provider_order after it)
         apis = [routed] if chain is None else [routed, *other_providers(routed, chain)]
-        steps = [("web_fetch", e) for e in first_engines] + [(p, None) for p in apis]
+        steps = [("web_fetch", e) for e in (*own, *first_engines)] + [(p, None) for p in apis]
         steps.append(("web_fetch", last_engine))
         return [Tier(n, p, e) for n, (p, e) in enumerate(steps, 1)]
-    # Strategy A: the APIs, then the fallback, refused for finance
-    return apis_then_engine(routed, settings, last_engine, blocked=is_finance(query, settings))
+    # Strategy A: the APIs, then the web (a self-hosted engine, the fallback), refused for finance
+    return apis_then_engines(
+        routed, settings, (*own, last_engine), blocked=is_finance(query, settings)
+    )
 
 
-def apis_then_engine(routed: str, settings: Settings, engine: str, *, blocked: bool) -> list[Tier]:
-    """The routed API, the rest of the chain (`other_providers`), then `engine`, numbered from 1:
-    Strategy A's plan, and deep mode's legs."""
+def apis_then_engines(
+    routed: str, settings: Settings, web: tuple[str, ...], *, blocked: bool
+) -> list[Tier]:
+    """The routed API, the rest of the chain (`other_providers`), then the engines `web`,
+    numbered from 1: Strategy A's plan, and deep mode's legs."""
     apis = [routed, *other_providers(routed, settings.provider_order)]
     tiers = [Tier(n, p) for n, p in enumerate(apis, 1)]
-    tiers.append(Tier(len(tiers) + 1, "web_fetch", engine, finance_blocked=blocked))
+    for engine in web:
+        tiers.append(Tier(len(tiers) + 1, "web_fetch", engine, finance_blocked=blocked))
     return tiers
 
 

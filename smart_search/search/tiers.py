@@ -32,8 +32,10 @@ from smart_search.errors import (
     FINANCE_BLOCKED,
     WEB_FETCH_WARNING,
     AllExhausted,
+    AuthFailed,
     Cancelled,
     FinanceBlocked,
+    InternalError,
     NoResults,
     NotConfigured,
     QuotaExhausted,
@@ -154,9 +156,13 @@ class Attempt(NamedTuple):
     quota_source: str | None
     units: int
     units_by_source: dict[str, int] = {}  # of `units`, per quota_source name; never mutated
+    key: str | None = None  # with a key pool: the fingerprint of the key that answered last
 
     def as_dict(self) -> dict[str, Any]:
-        return self._asdict()
+        out = self._asdict()
+        if out["key"] is None:  # no key pool: the record is exactly what it always was
+            del out["key"]
+        return out
 
 
 class Outcome(NamedTuple):
@@ -186,6 +192,7 @@ def record_attempt(
     quota_source: str | None = None,
     units: int = 0,
     units_by_source: dict[str, int] | None = None,
+    key: str | None = None,
 ) -> Attempt:
     return Attempt(
         tier=tier.number,
@@ -201,6 +208,7 @@ def record_attempt(
         quota_source=quota_source,
         units=units,
         units_by_source=units_by_source or {},
+        key=key,
     )
 
 
@@ -257,20 +265,11 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
         raise
     except SearchError as err:
         return record_attempt(tier, started, "skipped", err), None
-    held = _Holds(first)
-    call, settled = held.call(run, provider)
+    call, telemetry, settled = _ask(run, provider, first)
     if settled is not None:
         remaining = settled
     run.breaker.record(provider, call.error)
-    source = quota.SOURCE_NAMES[first.source] if call.units else None
-    telemetry: dict[str, Any] = {
-        "http_status": call.http_status,
-        "retries": call.retries,
-        "latencies": call.attempt_latencies_ms,
-        "quota_source": source,
-        "units": call.units,
-        "units_by_source": held.by_source(call.units - held.starts[-1]),
-    }
+    source = telemetry["quota_source"]
     if call.error is not None:
         return record_attempt(tier, started, "failed", call.error, **telemetry), None
     assert call.answer is not None
@@ -295,6 +294,77 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
         warning=run.api_warnings[provider],
         cacheable=call.answer.complete,
     )
+
+
+def _ask(
+    run: Run, provider: str, first: quota.Hold
+) -> tuple[ProviderCall, dict[str, Any], int | None]:
+    """Ask `provider` under `first`, and with a key pool (`first.key`) the next key after each
+    key the provider refused (401/403: disabled for its day) or reported out of quota (a quota
+    429: exhausted until its reset), within this same call. Returns the last call, the tier's
+    telemetry over every key tried, and queries_remaining after the last settle."""
+    tried: list[tuple[_Holds, ProviderCall]] = []
+    hold: quota.Hold | None = first
+    settled = None
+    while hold is not None:
+        held = _Holds(hold)
+        call, after = held.call(run, provider)
+        settled = after if after is not None else settled
+        tried.append((held, call))
+        hold = None
+        if first.key is not None and _key_is_out(call):
+            done = tuple(h.holds[0].key or "" for h, _ in tried)
+            try:
+                hold, _ = run.ledger.reserve(run.agent_id, provider, exclude=done)
+            except StateError:
+                raise
+            except SearchError:
+                hold = None  # no other key has room: the tier ends with this key's error
+    units = sum(c.units for _, c in tried)
+    by_source: dict[str, int] = {}
+    for held, c in tried:
+        for name, n in held.by_source(c.units - held.starts[-1]).items():
+            by_source[name] = by_source.get(name, 0) + n
+    telemetry: dict[str, Any] = {
+        "http_status": call.http_status,
+        "retries": sum(c.retries for _, c in tried) + len(tried) - 1,  # a key switch re-sends
+        "latencies": [ms for _, c in tried for ms in c.attempt_latencies_ms],
+        "quota_source": quota.SOURCE_NAMES[first.source] if units else None,
+        "units": units,
+        "units_by_source": by_source,
+        "key": tried[-1][0].holds[0].key,
+    }
+    return call, telemetry, settled
+
+
+def _key_is_out(call: ProviderCall) -> bool:
+    """The key itself is the trouble: refused (401/403) or out of quota (a quota 429)."""
+    refused = isinstance(call.error, AuthFailed) and call.http_status in (401, 403)
+    return refused or isinstance(call.error, QuotaExhausted)
+
+
+def _key_observation(call: ProviderCall, hold: quota.Hold) -> dict[str, Any] | None:
+    """What the ledger records from the answer; with a key pool also that the key was refused
+    (`disable`), and a quota 429 that named no window exhausts the key for its day."""
+    seen = call.observation
+    if hold.key is None or not _key_is_out(call):
+        return seen
+    seen = dict(seen or {})
+    if isinstance(call.error, QuotaExhausted):
+        seen["exhausted"] = seen.get("exhausted") or "day"
+    else:
+        seen["disable"] = True
+    return seen
+
+
+def _key_settings(run: Run, provider: str, hold: quota.Hold) -> Settings:
+    """The settings a request is built from: with a key pool, the hold's key is the provider's."""
+    if hold.key is None:
+        return run.settings
+    for key in run.settings.key_pools[provider]:
+        if key.fingerprint == hold.key:
+            return run.settings._replace(api_keys={**run.settings.api_keys, provider: key.secret})
+    raise InternalError("The ledger chose a key the config no longer has.")  # config re-read
 
 
 class _Holds:
@@ -328,16 +398,17 @@ class _Holds:
             """A retry after an attempt that may have been billed needs a worst case of its own."""
             if billed == self.starts[-1]:
                 return True  # the last attempt billed nothing: its hold covers the next one
-            try:
-                hold, _ = run.ledger.reserve(run.agent_id, provider)
+            try:  # the retry carries the same key as the request it repeats
+                hold, _ = run.ledger.reserve(run.agent_id, provider, key=self.holds[0].key)
             except QuotaExhausted:
                 return False
             self.add(hold, billed)
             return True
 
         try:
+            settings = _key_settings(run, provider, self.holds[0])
             call = run.backends.call_api(
-                provider, run.api_query[provider], run.settings, run.deadline, may_retry,
+                provider, run.api_query[provider], settings, run.deadline, may_retry,
                 **filter_kwargs(run),
             )
         except BaseException as exc:
@@ -347,7 +418,8 @@ class _Holds:
             run.ledger.settle(run.agent_id, provider, self.charges(None if sent else 0))
             raise
         charges = self.charges(call.units - self.starts[-1])
-        return call, run.ledger.settle(run.agent_id, provider, charges, call.observation)
+        seen = _key_observation(call, self.holds[0])
+        return call, run.ledger.settle(run.agent_id, provider, charges, seen)
 
     def by_source(self, last: int) -> dict[str, int]:
         total: dict[str, int] = {}

@@ -1,4 +1,4 @@
-"""The three tools as plain library calls: validated arguments and `Settings` in, result dict out.
+"""The four tools as plain library calls: validated arguments and `Settings` in, result dict out.
 
 The runner (CLI) and a future MCP server are thin shells over `call_tool`.
 """
@@ -260,6 +260,9 @@ def search_quota_status(args: dict[str, Any], settings: Settings) -> dict[str, A
         from smart_search.search import cache
 
         status["cache"] = cache.status(settings, ledger.store, ledger.today)
+    from smart_search.search.fetch_tool import fetch_status
+
+    status["fetches"] = fetch_status(settings, ledger.store, ledger.today, agent_id)
     status["error"] = None
     status["error_code"] = None
     return status
@@ -303,6 +306,11 @@ def call_tool(
             merge_legacy_ledger(settings)
         if tool == "smart_search":
             result = smart_search(args, settings, **options)
+        elif tool == "smart_fetch":
+            from smart_search.search.fetch_tool import smart_fetch
+
+            wanted = {k: v for k, v in options.items() if k in ("clock", "resolver")}
+            result = smart_fetch(args, settings, **wanted)
         elif tool == "search_quota_status":
             result = search_quota_status(args, settings)
         else:

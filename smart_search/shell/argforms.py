@@ -1,4 +1,4 @@
-"""Argument forms of the three tools, for hosts that approve commands by their shape.
+"""Argument forms of the four tools, for hosts that approve commands by their shape.
 
 OpenClaw's exec allowlist asks a human about any command with a heredoc (`<<`), so a scheduled
 agent under an allowlist cannot pipe JSON. These map one to one onto the stdin contract:
@@ -6,6 +6,7 @@ agent under an allowlist cannot pipe JSON. These map one to one onto the stdin c
     smart-search search QUERY --agent-id ID [--provider P]  -> smart_search
     smart-search quota [--agent-id ID]                 -> search_quota_status
     smart-search complete --agent-id ID                -> search_mark_agent_complete
+    smart-search fetch URL [--agent-id ID] [--max-chars N] [--fresh]  -> smart_fetch
 
 Each builds the same request object and goes through `runner.handle`: same validation, same
 error strings, same one line of JSON on stdout, exit 0. Exit 2 (usage on stderr, nothing on
@@ -28,6 +29,7 @@ USAGES = {
     ),
     "quota": "smart-search quota [--agent-id ID]",
     "complete": "smart-search complete --agent-id ID",
+    "fetch": "smart-search fetch URL [--agent-id ID] [--max-chars N] [--fresh]",
 }
 
 
@@ -66,6 +68,15 @@ def _search_parser() -> _Parser:
     return parser
 
 
+def _fetch_parser() -> _Parser:
+    parser = _parser("fetch")
+    parser.add_argument("url", nargs="?")
+    parser.add_argument("--agent-id", dest="agent_id")
+    parser.add_argument("--max-chars", dest="max_chars", type=_count)
+    parser.add_argument("--fresh", dest="fresh", action="store_const", const=True)
+    return parser
+
+
 def _count(text: str) -> int | str:
     """A whole number as a number; anything else as given, for the contract's own message."""
     return int(text) if text.strip().isdigit() else text
@@ -87,6 +98,7 @@ COMMANDS = {
     ),
     "quota": ("search_quota_status", lambda: _agent_parser("quota"), ("agent_id",)),
     "complete": ("search_mark_agent_complete", lambda: _agent_parser("complete"), ("agent_id",)),
+    "fetch": ("smart_fetch", _fetch_parser, ("url", "agent_id", "max_chars", "fresh")),
 }
 
 
@@ -119,6 +131,10 @@ def quota_main(argv: list[str]) -> int:
 
 def complete_main(argv: list[str]) -> int:
     return _run("complete", argv)
+
+
+def fetch_main(argv: list[str]) -> int:
+    return _run("fetch", argv)
 
 
 def _run(name: str, argv: list[str]) -> int:

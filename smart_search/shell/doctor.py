@@ -166,6 +166,10 @@ def _key_sources(
             record["set"] = loaded is not None
             if loaded is not None:
                 record["length"] = len(loaded.reveal())
+            pool = settings.key_pools.get(provider)
+            if pool:  # a key pool (docs/quota.md): its keys by fingerprint, never a value
+                prints = ", ".join(k.fingerprint for k in pool)
+                record["source"] = f"key pool of {len(pool)} ({prints})"
         out[provider] = record
     return out
 
@@ -200,9 +204,21 @@ def _ledger(settings: Any, problems: list[str]) -> dict[str, Any]:
         p: {"used": v["used"], "daily_limit": v["daily_limit"]}
         for p, v in status["providers"].items()
     }
+    out["reconcile"] = _drift(settings)
     if status.get("warning"):
         out["warning"] = status["warning"]
     return out
+
+
+def _drift(settings: Any) -> list[dict[str, Any]]:
+    """Each provider's month against what its last answer reported (no provider is asked:
+    `smart-search reconcile` asks the usage endpoints)."""
+    from smart_search.budget.ledger import Ledger
+    from smart_search.budget.reconcile import drift_rows
+    from smart_search.host.config import PROVIDERS
+
+    ledger = Ledger(settings)
+    return drift_rows(ledger.snapshot(), PROVIDERS, {}, time.time())
 
 
 def _cache(settings: Any) -> dict[str, Any] | None:
@@ -274,6 +290,16 @@ def render(report: dict[str, Any]) -> str:
         )
         fresh = "" if ledger["exists"] else " (no ledger file yet)"
         lines.append(f"Ledger: readable{fresh}, day {ledger['day']}: {usage}")
+        reported = [r for r in ledger["reconcile"] if r["drift"] is not None]
+        drift = ", ".join(
+            f"{r['provider']}{'' if r['key'] == '-' else ' ' + r['key']} {r['drift']:+d}"
+            for r in reported
+        )
+        lines.append(
+            "Reconcile (provider minus ledger, this month, from the last answer): "
+            + (drift or "no provider has reported its count yet")
+            + "; `smart-search reconcile` asks the usage endpoints"
+        )
     else:
         lines.append(f"Ledger: UNREADABLE: {ledger.get('error')}")
     if report["breakers"]:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 from smart_search import errors
+from smart_search.sources import cancel
 from smart_search.text.urls import is_allowed_base_url
 
 if TYPE_CHECKING:
@@ -134,17 +135,22 @@ def send(request: HttpRequest, *, deadline: float, request_timeout_s: float) -> 
     if budget <= 0:
         raise errors.Timeout(f"No time left for the request to {host}.")
     exchange = _Exchange()
-    scope = _current_scope.get()
-    if scope is not None:
-        scope._enter(exchange)  # raises Cancelled when the caller already gave up
-    worker = threading.Thread(
-        target=exchange.run, args=(request, budget), name="smart-search-http", daemon=True
-    )
+    scopes = [PROCESS_SCOPE]
+    context_scope = _current_scope.get()
+    if context_scope is not None:
+        scopes.append(context_scope)
+    entered: list[CancelScope] = []
     try:
+        for scope in scopes:
+            scope._enter(exchange)  # raises Cancelled when the caller already gave up
+            entered.append(scope)
+        worker = threading.Thread(
+            target=exchange.run, args=(request, budget), name="smart-search-http", daemon=True
+        )
         worker.start()
         answered = exchange.done.wait(budget)
     finally:
-        if scope is not None:
+        for scope in entered:
             scope._leave(exchange)
     if exchange.cancelled:
         raise errors.Cancelled(sent=exchange.connected)
@@ -294,6 +300,12 @@ class CancelScope:
 _current_scope: contextvars.ContextVar[CancelScope | None] = contextvars.ContextVar(
     "smart_search_http_cancel_scope", default=None
 )
+
+
+# The process's own scope: a stop request (`sources/cancel.py`, the one-shot CLI's SIGTERM)
+# cancels it, and with it every exchange of the process.
+PROCESS_SCOPE = CancelScope()
+cancel.on_request(PROCESS_SCOPE.cancel)
 
 
 @contextmanager

@@ -32,6 +32,9 @@ _DEFAULTS: dict[str, Any] = {
     "default_route": False,  # where a query no keyword matches goes (`default_provider`)
     "default_allocation": 0,  # an unconfigured agent's allocation of it
     "fit_query": None,  # Callable[[str], (query, warning)]: the query as this API takes it
+    # An engine the operator runs (`endpoint=None`): active only when `endpoints.<name>` is
+    # configured, then the first web engine of both strategies; plain http to a private host.
+    "self_hosted": False,
 }
 
 
@@ -45,7 +48,7 @@ class Source:
     label: str
     kind: str
     order: int
-    endpoint: str
+    endpoint: str | None  # None: no default (a self-hosted engine's is the operator's)
     key_variable: str | None
     not_configured: str | None
     units: tuple[str, ...]
@@ -60,6 +63,7 @@ class Source:
     default_route: bool
     default_allocation: int
     fit_query: Callable[[str], tuple[str, str | None]] | None
+    self_hosted: bool
 
     def __init__(self, **fields: Any) -> None:
         missing = [f for f in _REQUIRED if f not in fields]

@@ -25,6 +25,10 @@ DOCUMENTS: dict[str, DocumentKind] = {
     "pacing": DocumentKind("search-pacing.json", False, 86400.0),
     # Today's cache hits, misses and units saved ({"date": ..., "hits": n, ...}): advisory.
     "cache_stats": DocumentKind("search-cache-stats.json", False, 2 * 86400.0),
+    # smart_fetch (issue 21): today's fetches per agent ({"date": ..., "agents": {id: n}}), which
+    # the daily fetch allocation is enforced against; and each host's next free request slot.
+    "fetch_counts": DocumentKind("search-fetch-counts.json", True, 2 * 86400.0),
+    "fetch_pacing": DocumentKind("search-fetch-pacing.json", False, 86400.0),
 }
 
 

@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from smart_search.store.base import CacheEntry
-from smart_search.store.statefile import ensure_state_dir
+from smart_search.store.statefile import ensure_state_dir, lstat_refusing_links
 
 CACHE_FILE = "search-cache.sqlite3"
 SCHEMA_VERSION = 1
@@ -316,12 +316,11 @@ def _evict(db: sqlite3.Connection, now: float, max_entries: int, max_bytes: int)
 
 
 def _refuse_link(path: str) -> None:
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
+    info = lstat_refusing_links(
+        path, lambda: CacheUnavailable(f"{path} is a symbolic link; refusing to follow it")
+    )
+    if info is None:
         return
-    if stat.S_ISLNK(info.st_mode):
-        raise CacheUnavailable(f"{path} is a symbolic link; refusing to follow it")
     if not stat.S_ISREG(info.st_mode):
         raise CacheUnavailable(f"{path} is not a regular file")
 

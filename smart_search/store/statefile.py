@@ -243,16 +243,25 @@ def check_state_dir(path: str) -> None:
     check_owned(path, os.stat(path), "State directory", stat.S_ISDIR)
 
 
-def check_lock_file(path: str) -> None:
+def lstat_refusing_links(path: str, refusal: Callable[[], Exception]) -> os.stat_result | None:
+    """`os.lstat(path)`, None when nothing is there; raises `refusal()` for a symbolic link (no
+    file in the state directory is ever reached through one)."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return
+        return None
     if stat.S_ISLNK(st.st_mode):
-        raise StateUnsafe(
-            f"Lock file {path} is a symbolic link; smart-search never follows links in its state "
-            "directory. It was left in place: remove it."
-        )
+        raise refusal()
+    return st
+
+
+def check_lock_file(path: str) -> None:
+    st = lstat_refusing_links(path, lambda: StateUnsafe(
+        f"Lock file {path} is a symbolic link; smart-search never follows links in its state "
+        "directory. It was left in place: remove it."
+    ))  # fmt: skip
+    if st is None:
+        return
     if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & _UNSAFE_BITS:
         # A lock file of ours left 0666 by an older version under umask 000: its content means
         # nothing, so it is tightened rather than refused.

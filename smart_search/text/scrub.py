@@ -51,7 +51,10 @@ def secret_values(keys: Iterable[str | None]) -> tuple[str, ...]:
 def settings_secrets(settings: Any) -> tuple[str, ...]:
     """The scrub list for a `Settings` (its configured API keys)."""
     keys = getattr(settings, "api_keys", None) or {}
-    return secret_values(secret.reveal() for secret in keys.values() if secret is not None)
+    found = [secret.reveal() for secret in keys.values() if secret is not None]
+    for pool in (getattr(settings, "key_pools", None) or {}).values():
+        found.extend(key.secret.reveal() for key in pool)  # every key of a key pool
+    return secret_values(found)
 
 
 def scrub(value: Any, secrets: tuple[str, ...]) -> Any:

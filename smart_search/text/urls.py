@@ -14,6 +14,7 @@ import re
 
 WEB_SCHEMES = ("http", "https")
 _LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")
+_LOCAL_SUFFIXES = (".local", ".lan", ".internal", ".home.arpa")
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 
@@ -51,6 +52,39 @@ def is_allowed_base_url(url: str) -> bool:
     if parts.scheme != "http":
         return False
     return is_loopback_host(host)
+
+
+def is_private_base_url(url: str) -> bool:
+    """`is_allowed_base_url`, and plain http also to a private host (`is_private_host`): for a
+    self-hosted engine, which carries no key, on the operator's own network."""
+    from urllib.parse import urlsplit
+
+    if is_allowed_base_url(url):
+        return True
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    https = "https://" + url[len("http://") :] if parts.scheme == "http" else ""
+    return bool(https) and is_allowed_base_url(https) and is_private_host(parts.hostname)
+
+
+def is_private_host(host: str | None) -> bool:
+    """A host of the operator's own network: loopback, a private or link-local address
+    (10/8, 172.16/12, 192.168/16, fc00::/7, fe80::/10...), a single-label name (`search`, a
+    container's) or a name under the local suffixes (.local, .lan, .internal, .home.arpa)."""
+    import ipaddress
+
+    if host is None or not host:
+        return False
+    if is_loopback_host(host):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        name = host.rstrip(".").lower()
+        return bool(name) and ("." not in name or name.endswith(_LOCAL_SUFFIXES))
+    return address.is_private or address.is_link_local
 
 
 def is_loopback_host(host: str | None) -> bool:

@@ -62,7 +62,7 @@ class Handlers:
         self.limiter = limiter
 
     def tools(self) -> list[Any]:
-        """The three tools as the SDK lists them, with this server's default agent."""
+        """The tools as the SDK lists them, with this server's default agent."""
         from mcp import types
 
         agent = self.service.default_agent()
@@ -76,7 +76,7 @@ class Handlers:
                     read_only_hint=tool == "search_quota_status",
                     destructive_hint=False,
                     idempotent_hint=tool == "search_quota_status",
-                    open_world_hint=tool == "smart_search",
+                    open_world_hint=tool in ("smart_search", "smart_fetch"),
                 ),
             )
             for tool in TOOLS

@@ -130,11 +130,14 @@ class Service:
     def _breakers(self) -> dict[str, Any]:
         from smart_search.budget.breaker import BREAKER_DOC, Breaker, breaker_entry
         from smart_search.errors import SearchError
-        from smart_search.host.config import ENGINES, PROVIDERS
+        from smart_search.host.config import PROVIDERS, engines
 
         try:
-            doc = Breaker(self.settings()).store.read(BREAKER_DOC)
+            settings = self.settings()
+            doc = Breaker(settings).store.read(BREAKER_DOC)
         except SearchError as err:
             return {"error": err.message, "error_code": err.error_code}
         closed = {"state": "closed", "failures": 0, "opened_at": 0.0, "trial_at": 0.0}
-        return {name: breaker_entry(doc, name) or dict(closed) for name in PROVIDERS + ENGINES}
+        # The engines this config reaches: an unconfigured self-hosted engine is not listed.
+        names = PROVIDERS + engines(settings)
+        return {name: breaker_entry(doc, name) or dict(closed) for name in names}

@@ -24,21 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from smart_search.sources.engines.html import (
-    Page,
-    add_result,
-    add_sitelink,
-    by_class,
-    class_prefixed,
-    classify_page,
-    external_url,
-    first_by_class,
-    has_class,
-    result_link,
-    same_site,
-    split_link,
-    text_of,
-)
+from smart_search.sources.engines import html
 from smart_search.sources.engines.request import page_request
 from smart_search.sources.source import Source
 
@@ -82,7 +68,7 @@ def build_request(
 
 def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a Bing page, or Blocked / NoResults / ParseError."""
-    return classify_page(
+    return html.classify_page(
         SOURCE.label, body, wall=_wall, results=_results, no_results=_no_results, walls=_WALLS
     )
 
@@ -90,20 +76,20 @@ def parse(body: bytes) -> list[dict[str, Any]]:
 def _wall(root: HtmlElement) -> str | None:
     """The bot challenge when its widget is in the page's structure."""
     widget = root.get_element_by_id("turnstile-widget", None)
-    if widget is not None or first_by_class(root, "div", "captcha") is not None:
+    if widget is not None or html.first_by_class(root, "div", "captcha") is not None:
         return CHALLENGE
     return None
 
 
-def _no_results(page: Page) -> bool:
+def _no_results(page: html.Page) -> bool:
     for element in page.root.iter("li", "div"):
-        if has_class(element, "b_no"):
+        if html.has_class(element, "b_no"):
             return True
     container = page.root.get_element_by_id("b_results", None)
-    return container is not None and "there are no results for" in text_of(container).lower()
+    return container is not None and "there are no results for" in html.text_of(container).lower()
 
 
-def _shows_challenge(page: Page) -> bool:
+def _shows_challenge(page: html.Page) -> bool:
     return page.says("one last step", "solve the challenge below")
 
 
@@ -114,15 +100,15 @@ _WALLS = ((CHALLENGE, _shows_challenge),)
 def _results(root: HtmlElement) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for item in by_class(root, "li", "b_algo"):
+    for item in html.by_class(root, "li", "b_algo"):
         if _is_ad(item):
             continue
         anchor = _title_link(item)
-        link = result_link(anchor, target_url)
+        link = html.result_link(anchor, target_url)
         if link is None:
             continue
         url, title = link
-        result = add_result(results, seen, title, url, _snippet(item))
+        result = html.add_result(results, seen, title, url, _snippet(item))
         if result is not None:
             _add_deep_links(result, item, anchor)
     return results
@@ -135,17 +121,17 @@ def _add_deep_links(result: dict[str, Any], item: HtmlElement, title: HtmlElemen
         if link is title or not _in_deep_block(link, item):
             continue
         url = target_url(link.get("href"))
-        if url is not None and same_site(url, result["url"]):
-            add_sitelink(result, text_of(link), url)
+        if url is not None and html.same_site(url, result["url"]):
+            html.add_sitelink(result, html.text_of(link), url)
 
 
 def _in_deep_block(link: HtmlElement, item: HtmlElement) -> bool:
     for element in link.iterancestors():
         if element is item:
             return False
-        if element.tag in ("h2", "h3") or class_prefixed(element, "b_deep"):
+        if element.tag in ("h2", "h3") or html.class_prefixed(element, "b_deep"):
             return True
-        if has_class(element, "b_vlist2col"):
+        if html.has_class(element, "b_vlist2col"):
             return True
     return False
 
@@ -159,10 +145,10 @@ def _title_link(item: HtmlElement) -> HtmlElement | None:
 
 def _is_ad(item: HtmlElement) -> bool:
     for element in (item, *item.iterancestors()):
-        if class_prefixed(element, "b_ad") or class_prefixed(element, "sb_add"):
+        if html.class_prefixed(element, "b_ad") or html.class_prefixed(element, "sb_add"):
             return True
     for element in item.iter():
-        if has_class(element, "b_adSlug") or has_class(element, "b_adProvider"):
+        if html.has_class(element, "b_adSlug") or html.has_class(element, "b_adProvider"):
             return True
     return False
 
@@ -170,16 +156,16 @@ def _is_ad(item: HtmlElement) -> bool:
 def target_url(href: str | None) -> str | None:
     """The real target of a result link: `/ck/a?...&u=a1<base64url>` decoded; ads and Bing's
     own pages give None."""
-    link = split_link(href)
+    link = html.split_link(href)
     if link is None:
         return None
     parts, host = link
     if (not host or _is_bing(host)) and parts.path.startswith("/ck/a"):
         encoded = (parse_qs(parts.query).get("u") or [""])[0]
-        return external_url(decode_u(encoded), _is_own)
+        return html.external_url(decode_u(encoded), _is_own)
     if not host:
         return None  # relative: Bing navigation
-    return external_url(href, _is_own)
+    return html.external_url(href, _is_own)
 
 
 def decode_u(encoded: str) -> str | None:
@@ -208,15 +194,15 @@ def _is_bing(host: str) -> bool:
 
 
 def _snippet(item: HtmlElement) -> str:
-    caption = first_by_class(item, "div", "b_caption")
+    caption = html.first_by_class(item, "div", "b_caption")
     scope = caption if caption is not None else item
     for paragraph in scope.iter("p"):
         # Some markets prefix the snippet with an icon label ("WEB"): not part of the text.
-        icon = first_by_class(paragraph, "span", "algoSlug_icon")
-        text = text_of(paragraph, skip=icon)
+        icon = html.first_by_class(paragraph, "span", "algoSlug_icon")
+        text = html.text_of(paragraph, skip=icon)
         if text:
             return text
-    return text_of(caption) if caption is not None else ""
+    return html.text_of(caption) if caption is not None else ""
 
 
 # --- filters (issue 15) ----------------------------------------------------------------------

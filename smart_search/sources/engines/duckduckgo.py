@@ -21,18 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from smart_search.sources.engines.html import (
-    Page,
-    add_result,
-    by_class,
-    classify_page,
-    external_url,
-    first_by_class,
-    has_class,
-    result_link,
-    split_link,
-    text_of,
-)
+from smart_search.sources.engines import html
 from smart_search.sources.engines.request import page_request
 from smart_search.sources.source import Source
 
@@ -60,7 +49,7 @@ def build_request(
 
 def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a DuckDuckGo /html/ page, or Blocked / NoResults / ParseError."""
-    return classify_page(
+    return html.classify_page(
         SOURCE.label, body, wall=_wall, results=_results, no_results=_no_results, walls=_WALLS
     )
 
@@ -73,14 +62,14 @@ def _wall(root: HtmlElement) -> str | None:
     return None
 
 
-def _no_results(page: Page) -> bool:
+def _no_results(page: html.Page) -> bool:
     for element in page.root.iter("div"):
-        if has_class(element, "no-results") or has_class(element, "result--no-result"):
+        if html.has_class(element, "no-results") or html.has_class(element, "result--no-result"):
             return True
     return False
 
 
-def _shows_challenge(page: Page) -> bool:
+def _shows_challenge(page: html.Page) -> bool:
     # A <script src=".../anomaly.js"> is the challenge's structure; the same string inside an
     # inline script is not.
     return (
@@ -97,17 +86,18 @@ _WALLS = ((CHALLENGE, _shows_challenge),)
 def _results(root: HtmlElement) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for block in by_class(root, "div", "result"):
-        if has_class(block, "result--ad") or has_class(block, "result--no-result"):
+    for block in html.by_class(root, "div", "result"):
+        if html.has_class(block, "result--ad") or html.has_class(block, "result--no-result"):
             continue
-        link = result_link(first_by_class(block, "a", "result__a"), target_url)
+        link = html.result_link(html.first_by_class(block, "a", "result__a"), target_url)
         if link is None:
             continue
         url, title = link
-        snippet = first_by_class(block, "a", "result__snippet")
+        snippet = html.first_by_class(block, "a", "result__snippet")
         if snippet is None:
-            snippet = first_by_class(block, "div", "result__snippet")
-        add_result(results, seen, title, url, text_of(snippet) if snippet is not None else "")
+            snippet = html.first_by_class(block, "div", "result__snippet")
+        text = html.text_of(snippet) if snippet is not None else ""
+        html.add_result(results, seen, title, url, text)
     return results
 
 
@@ -119,16 +109,16 @@ def target_url(href: str | None) -> str | None:
     href = href.strip()
     if href.startswith("//"):
         href = "https:" + href  # scheme-relative
-    link = split_link(href)
+    link = html.split_link(href)
     if link is None:
         return None
     parts, host = link
     if _is_ddg(host) or not host:
         if parts.path.startswith("/l/"):
             wrapped = (parse_qs(parts.query).get("uddg") or [None])[0]
-            return external_url(wrapped, _is_own)
+            return html.external_url(wrapped, _is_own)
         return None  # y.js ad trackers and any other DuckDuckGo-internal link
-    return external_url(href, _is_own)
+    return html.external_url(href, _is_own)
 
 
 def _is_ddg(host: str) -> bool:

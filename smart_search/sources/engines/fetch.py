@@ -95,7 +95,12 @@ def fetch_engine(
     except errors.SearchError as err:
         return ended(None, err, err.http_status)
     try:
-        classify_status(module.SOURCE, response)
+        # An engine whose statuses mean something of their own classifies them itself.
+        own = getattr(module, "classify_status", None)
+        if own is not None:
+            own(response)
+        else:
+            classify_status(module.SOURCE, response)
         return ended(module.parse(response.body), None, response.status)
     except errors.SearchError as err:
         return ended(None, err, err.http_status or response.status)

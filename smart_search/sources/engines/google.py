@@ -34,18 +34,7 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from smart_search.sources.engines.html import (
-    Page,
-    add_result,
-    add_sitelink,
-    classify_page,
-    external_url,
-    has_class,
-    inside,
-    same_site,
-    split_link,
-    text_of,
-)
+from smart_search.sources.engines import html
 from smart_search.sources.engines.request import page_request
 from smart_search.sources.source import Source
 
@@ -110,7 +99,7 @@ def build_request(
 
 def parse(body: bytes) -> list[dict[str, Any]]:
     """Organic results of a Google page, or Blocked / NoResults / ParseError."""
-    return classify_page(
+    return html.classify_page(
         SOURCE.label, body, wall=_wall, results=_results, no_results=_no_results, walls=_WALLS
     )
 
@@ -128,11 +117,11 @@ def _wall(root: HtmlElement) -> str | None:
     return None
 
 
-def _no_results(page: Page) -> bool:
+def _no_results(page: html.Page) -> bool:
     return page.says("did not match any documents", "no results found for")
 
 
-def _shows_captcha(page: Page) -> bool:
+def _shows_captcha(page: html.Page) -> bool:
     return (
         page.says("unusual traffic")
         or page.links_to("/sorry/index")
@@ -140,11 +129,11 @@ def _shows_captcha(page: Page) -> bool:
     )
 
 
-def _shows_consent(page: Page) -> bool:
+def _shows_consent(page: html.Page) -> bool:
     return page.says("before you continue to google") or page.links_to("consent.google.")
 
 
-def _shows_js_shell(page: Page) -> bool:
+def _shows_js_shell(page: html.Page) -> bool:
     # Checked after the no-results sentence: an empty results page carries the same <noscript>
     # refresh as the shell.
     return page.links_to("/httpservice/retry/enablejs") or page.says(
@@ -183,17 +172,17 @@ def _results(root: HtmlElement) -> list[dict[str, Any]]:
         url = target_url(anchor.get("href"))
         if url is None:
             continue
-        title = text_of(heading)
+        title = html.text_of(heading)
         if not title:
             continue
         if parent is not None and _nested_in(parent, heading, anchor, url):
             if parent.result is not None:
-                add_sitelink(parent.result, title, url)
+                html.add_sitelink(parent.result, title, url)
             continue
         container = _container_of(anchor)
         result = None
         if not _is_ad(anchor, container):
-            result = add_result(results, seen, title, url, _snippet(container, anchor))
+            result = html.add_result(results, seen, title, url, _snippet(container, anchor))
         parent = _Block(_block_of(anchor), anchor, url, result)
         if result is not None:
             _add_inline_sitelinks(parent)
@@ -202,7 +191,7 @@ def _results(root: HtmlElement) -> list[dict[str, Any]]:
 
 def _block_of(anchor: HtmlElement) -> HtmlElement:
     """The whole block of the result titled by `anchor`: its outermost ancestor with a known
-    container class (sitelinks and sub-results sit beside the title's own container, inside
+    container class (sitelinks and sub-results sit beside the title's own container, html.inside
     that one), else `_container_of`'s fallback."""
     block = None
     for depth, ancestor in enumerate(anchor.iterancestors()):
@@ -219,17 +208,17 @@ def _nested_in(parent: _Block, heading: HtmlElement, anchor: HtmlElement, url: s
     before this). It sits inside that result's block, or (where class names are gone) in a table
     right under it; and it is on the same site, which every such block is, so a misread block
     never swallows a result."""
-    if not same_site(url, parent.url):
+    if not html.same_site(url, parent.url):
         return False
-    if inside(anchor, parent.element):
+    if html.inside(anchor, parent.element):
         return True
     table = next(heading.iterancestors("table"), None)
-    if table is None or inside(parent.anchor, table):
+    if table is None or html.inside(parent.anchor, table):
         return False  # no table, or a layout table holding the results themselves
     for depth, ancestor in enumerate(table.iterancestors()):
         if depth > 2:
             break
-        if inside(parent.anchor, ancestor):
+        if html.inside(parent.anchor, ancestor):
             return True
     return False
 
@@ -242,8 +231,8 @@ def _add_inline_sitelinks(block: _Block) -> None:
         if link is block.anchor or _in_heading(link):
             continue  # titled links are the headings' business (see `_results`)
         url = target_url(link.get("href"))
-        if url is not None and same_site(url, block.url):
-            add_sitelink(block.result, text_of(link), url)
+        if url is not None and html.same_site(url, block.url):
+            html.add_sitelink(block.result, html.text_of(link), url)
 
 
 def _in_heading(link: HtmlElement) -> bool:
@@ -262,16 +251,16 @@ def _anchor_of(heading: HtmlElement) -> HtmlElement | None:
 
 def target_url(href: str | None) -> str | None:
     """The real target of a result link, or None for ads and Google's own links."""
-    link = split_link(href)
+    link = html.split_link(href)
     if link is None:
         return None
     parts, host = link
     if parts.path == "/url" and (not host or re.search(_GOOGLE_HOST, host)):
         query = parse_qs(parts.query)
         wrapped = (query.get("q") or query.get("url") or [None])[0]
-        return external_url(wrapped, _is_own)
+        return html.external_url(wrapped, _is_own)
     # Relative links (/search?q=..., /aclk?..., /preferences) are Google's own: not absolute.
-    return external_url(href, _is_own)
+    return html.external_url(href, _is_own)
 
 
 def _is_own(host: str, path: str) -> bool:
@@ -331,15 +320,15 @@ def _snippet(container: HtmlElement, anchor: HtmlElement) -> str:
         candidates = [
             element
             for element in container.iter("div", "span")
-            if has_class(element, name) and not inside(element, anchor)
+            if html.has_class(element, name) and not html.inside(element, anchor)
         ]
         for element in candidates:
-            if any(has_class(inner, name) for inner in element.iterdescendants("div", "span")):
+            if any(html.has_class(inner, name) for inner in element.iterdescendants("div", "span")):
                 continue  # an outer wrapper (snippet + sitelinks): the inner one is the snippet
-            text = text_of(element)
+            text = html.text_of(element)
             if text:
                 return text
-    return text_of(container, skip=anchor)
+    return html.text_of(container, skip=anchor)
 
 
 # --- filters (issue 15) ----------------------------------------------------------------------

@@ -9,6 +9,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from smart_search import errors
+from smart_search.sources import cancel
 from smart_search.sources.providers.parsing import Answer  # re-exported: what a provider found
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def call_provider(
     deadline: float,
     *,
     may_retry: Callable[[int], bool] = lambda billed: True,
-    sleep: Callable[[float], object] = time.sleep,
+    sleep: Callable[[float], object] = cancel.sleep,
     filters: dict[str, Any] | None = None,
 ) -> ProviderCall:
     """Search `name` ("gemini" | "brave") for `query` (already fitted to the provider), retrying
