@@ -21,7 +21,7 @@ from smart_search.search import planner
 from smart_search.sources import registry
 from smart_search.sources.engines import searxng
 from smart_search.sources.engines.fetch import fetch_engine
-from tests.conftest import Env
+from tests.conftest import Env, other_apis
 from tests.fakes import FakeServer, Reply, fixture_bytes, fixture_json
 
 SERP = Path(__file__).parent / "fixtures" / "serp"
@@ -303,7 +303,7 @@ def test_unconfigured_it_is_in_no_plan_and_no_listing(env: Env) -> None:
     assert engines_of(planner.plan("general", "q", settings, "brave")) == [
         "google", "bing", "brave", "duckduckgo"]  # fmt: skip
     assert engines_of(planner.plan("cron", "q", settings, "brave")) == [
-        "brave", "gemini", "duckduckgo"]  # fmt: skip
+        "brave", "gemini", *other_apis(), "duckduckgo"]  # fmt: skip
 
 
 def test_configured_it_leads_the_web_tiers_of_both_strategies(env: Env) -> None:
@@ -313,9 +313,10 @@ def test_configured_it_leads_the_web_tiers_of_both_strategies(env: Env) -> None:
     assert engines_of(planner.plan("general", "q", settings, "brave")) == [
         "searxng", "google", "bing", "brave", "duckduckgo"]  # fmt: skip
     tiers = planner.plan("cron", FINANCE_QUERY, settings, "gemini")
-    assert engines_of(tiers) == ["gemini", "brave", "searxng", "duckduckgo"]
-    assert [t.finance_blocked for t in tiers] == [False, False, True, True]
-    assert [t.number for t in tiers] == [1, 2, 3, 4]
+    apis = ["gemini", "brave", *other_apis()]  # every registered API, then the web tiers
+    assert engines_of(tiers) == [*apis, "searxng", "duckduckgo"]
+    assert [t.finance_blocked for t in tiers] == [False] * len(apis) + [True, True]
+    assert [t.number for t in tiers] == list(range(1, len(apis) + 3))
 
 
 def test_the_mcp_status_lists_it_only_when_configured(env: Env) -> None:
@@ -324,7 +325,8 @@ def test_the_mcp_status_lists_it_only_when_configured(env: Env) -> None:
     breakers = Service(env.environ)._breakers()
     assert "searxng" not in breakers and "duckduckgo" in breakers
     env.write_config({"endpoints": {"searxng": "http://127.0.0.1:8888"}})
-    assert list(Service(env.environ)._breakers())[2] == "searxng"
+    # After every API, first of the engines.
+    assert list(Service(env.environ)._breakers())[2 + len(other_apis())] == "searxng"
 
 
 def test_the_report_has_no_column_for_it_until_the_logs_show_it() -> None:
@@ -382,7 +384,8 @@ def test_a_scheduled_agent_reaches_it_before_duckduckgo(
     instance.route("/search", ok_reply())
     result = search(env, agent="cron")
     assert result["web_fetch_engine"] == "searxng"
-    assert [a["outcome"] for a in result["attempts"]] == ["skipped", "skipped", "success"]
+    skipped = ["skipped"] * (2 + len(other_apis()))  # no API has a key
+    assert [a["outcome"] for a in result["attempts"]] == [*skipped, "success"]
     assert web.requests_to("/html/") == []
 
 
