@@ -32,6 +32,8 @@ _DEFAULTS: dict[str, Any] = {
     "default_route": False,  # where a query no keyword matches goes (`default_provider`)
     "default_allocation": 0,  # an unconfigured agent's allocation of it
     "fit_query": None,  # Callable[[str], (query, warning)]: the query as this API takes it
+    "modes": (),  # the search modes it offers (`providers.<p>.mode`), the first the default
+    "units_per_call": None,  # Callable[[mode], int]: its worst case, max_units_per_call's default
 }
 
 
@@ -60,6 +62,8 @@ class Source:
     default_route: bool
     default_allocation: int
     fit_query: Callable[[str], tuple[str, str | None]] | None
+    modes: tuple[str, ...]
+    units_per_call: Callable[[str | None], int] | None
 
     def __init__(self, **fields: Any) -> None:
         missing = [f for f in _REQUIRED if f not in fields]
