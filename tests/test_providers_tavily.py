@@ -392,3 +392,33 @@ def test_only_its_own_module_names_tavily() -> None:
         if "tavily" in path.read_text().lower()
     )
     assert naming == ["smart_search/sources/providers/tavily.py"]
+
+
+def _ledger_without_tavily(env: Env) -> dict[str, Any]:
+    """Today's ledger as a release without Tavily wrote it: the same document, no Tavily."""
+    env.write_config({"agent_allocations": {"a": {"gemini": 2, "brave": 1}}})
+    assert env.call("search_mark_agent_complete", {"agent_id": "a"})["error"] is None
+    doc = env.quota_doc()
+    agent = doc["agents"]["a"]
+    for part in (doc["carried"], doc["windows"], agent, agent["released"]):
+        del part["tavily"]
+    return doc
+
+
+def test_a_ledger_written_before_tavily_existed_adopts_it_at_zero(tmp_path) -> None:
+    env = Env(tmp_path)
+    doc = _ledger_without_tavily(env)
+    (env.state_dir / "search-quota.json").write_text(json.dumps(doc))
+    status = env.call("search_quota_status", {})
+    assert status["error"] is None, status
+    assert status["agents"]["a"]["gemini"] == {"allocated": 2, "used": 0, "remaining": 0}
+    assert status["agents"]["a"]["tavily"] == {"allocated": 0, "used": 0, "remaining": 0}
+    assert status["windows"]["tavily"]["monthly"]["used"] == 0
+
+
+def test_a_ledger_missing_only_part_of_a_provider_is_still_corrupt(tmp_path) -> None:
+    env = Env(tmp_path)
+    doc = _ledger_without_tavily(env)
+    doc["windows"]["tavily"] = {"day": "2026-12-01"}  # named, but damaged: not a new provider
+    (env.state_dir / "search-quota.json").write_text(json.dumps(doc))
+    assert env.call("search_quota_status", {})["error_code"] == "state_corrupt"
