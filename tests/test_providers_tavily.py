@@ -119,6 +119,8 @@ def test_a_long_query_is_cut_at_a_word_boundary_with_a_warning() -> None:
     assert len(fitted) <= 400 and fitted.endswith("word") and long.startswith(fitted)
     assert warning and "Tavily" in warning and "400 characters" in warning
     assert tavily.fit_query("a" + " " * 500 + "b") == ("a b", None)
+    assert tavily.fit_query(" " * 500) == ("", None)
+    assert tavily.fit_query("x" * 450) == ("x" * 400, tavily.fit_query("x" * 450)[1])
 
 
 # --- the answer -------------------------------------------------------------------------------

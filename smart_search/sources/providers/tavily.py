@@ -52,6 +52,8 @@ def fit_query(query: str) -> tuple[str, str | None]:
     if len(query) <= MAX_QUERY_CHARS:
         return query, None
     words = query.split()
+    if not words:
+        return "", None
     kept: list[str] = []
     length = 0
     for word in words:
