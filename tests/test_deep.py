@@ -117,7 +117,7 @@ def test_deep_call_spends_exactly_the_units_it_reports(env: Env, fake: FakeServe
     assert len(r["citations"]) == 3
     assert (r["provider_used"], r["fallback_used"], r["web_fetch_engine"]) == ("brave", False, None)
     assert r["quota_source"] == "agent_allocation" and r["queries_remaining"] == 1
-    assert "Deep search could spend up to 4 units (Brave 1, Gemini 3; deep_max_units 4)." in (
+    assert "Deep search could spend up to 4 units (Brave 1, Gemini 3; deep_max_units 5)." in (
         r["warning"]
     )
     assert WARNING in r["warning"]  # the DuckDuckGo leg's results are in the list
