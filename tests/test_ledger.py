@@ -20,7 +20,8 @@ from tests.conftest import Env, charge
 
 
 def ceilings(limit: int = 10, **allocs: dict[str, int]) -> quota.Ceilings:
-    return quota.Ceilings({"gemini": limit, "brave": limit}, allocs, {"gemini": 5, "brave": 0})
+    limits = {"gemini": limit, "brave": limit, "tavily": limit}
+    return quota.Ceilings(limits, allocs, {"gemini": 5, "brave": 0, "tavily": 0})
 
 
 def test_worked_day() -> None:

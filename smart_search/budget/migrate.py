@@ -182,15 +182,15 @@ def _agents_ok(agents: Any) -> bool:
 
 def adopt_new_providers(doc: Document, providers_key: str = "carried") -> Document:
     """A provider registered after `doc` was written (issue 20: a new source) starts at zero in
-    it. Only a provider the document names nowhere is added: one that is present anywhere but
-    damaged elsewhere is still corruption, so a file that lost part of a provider's counters
-    never reads as "nothing spent yet"."""
+    it. Only a provider the document names nowhere is added, and only to a document that names
+    others: one present anywhere but damaged elsewhere, or a document naming none, is still
+    corruption, so a file that lost counters never reads as "nothing spent yet"."""
     try:
         known = doc[providers_key]
         agents = doc["agents"]
         windows = doc.get("windows", {})
-        if not isinstance(known, dict) or not isinstance(agents, dict):
-            return doc
+        if not isinstance(known, dict) or not isinstance(agents, dict) or not known:
+            return doc  # a document that names no provider at all is damage, not an old file
         for p in PROVIDERS:
             named = p in known or p in windows
             named = named or any(
