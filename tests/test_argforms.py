@@ -82,7 +82,7 @@ def test_argument_form_prints_exactly_what_the_stdin_form_prints(
 def test_complete_then_quota_change_state_like_the_tools(env: Env) -> None:
     env.write_config({"agent_allocations": {"tech": {"gemini": 4, "brave": 1}}})
     done = json.loads(run(env, "complete", "--agent-id", "tech").stdout)
-    assert done["released"] == {"gemini": 4, "brave": 1} and done["error"] is None
+    assert done["released"] == {"gemini": 4, "brave": 1, "tavily": 0} and done["error"] is None
     status = json.loads(run(env, "quota", "--agent-id", "tech").stdout)
     assert status["completed"] is True and status["gemini"]["remaining"] == 0
     again = json.loads(run(env, "complete", "--agent-id", "tech").stdout)

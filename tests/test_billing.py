@@ -115,7 +115,11 @@ def test_provider_windows_follow_their_own_clock_and_never_reset_backwards(env: 
     before_pacific_midnight = utc(2026, 12, 2, 7, 30)
     w = windows(s, before_pacific_midnight)
     assert w.date == "2026-12-02"
-    assert w.provider == {"gemini": ("2026-12-01", "2026-12"), "brave": ("2026-12-02", "2026-12")}
+    assert w.provider == {
+        "gemini": ("2026-12-01", "2026-12"),
+        "brave": ("2026-12-02", "2026-12"),
+        "tavily": ("2026-12-02", "2026-12"),
+    }
     charge(Ledger(s, clock=lambda: utc(2026, 12, 1, 20)), "cron", "gemini")
     at = Ledger(s, clock=lambda: before_pacific_midnight)
     charge(at, "cron", "gemini")

@@ -27,11 +27,11 @@ def test_defaults_without_any_file(tmp_path: Path) -> None:
     assert (s.web_fetch_min_interval_ms, s.circuit_failure_threshold) == (2000, 3)
     assert (s.circuit_reset_seconds, s.request_timeout_ms, s.total_timeout_ms) == (60, 10000, 30000)
     assert (s.lock_timeout_ms, s.log_retention_days, s.max_result_chars) == (5000, 30, 10000)
-    assert s.default_allocation == {"gemini": 5, "brave": 0}
+    assert s.default_allocation == {"gemini": 5, "brave": 0, "tavily": 0}
     assert "share price" in s.finance_keywords and "nasa" in s.brave_keywords
     assert s.state_dir == str(tmp_path / ".openclaw" / "workspace" / "shared")
     assert s.endpoints["brave"] == "https://api.search.brave.com"
-    assert s.api_keys == {"gemini": None, "brave": None}
+    assert s.api_keys == {"gemini": None, "brave": None, "tavily": None}
 
 
 def test_openclaw_layout_json5_with_comments_and_trailing_commas(tmp_path: Path) -> None:
@@ -47,8 +47,8 @@ def test_openclaw_layout_json5_with_comments_and_trailing_commas(tmp_path: Path)
         }""",
     )
     assert s.default_provider == "gemini" and s.strict_agents is True
-    assert s.agent_allocations == {"stock-analysis": {"gemini": 15, "brave": 0}}
-    assert s.daily_limits == {"gemini": 1500, "brave": 10}
+    assert s.agent_allocations == {"stock-analysis": {"gemini": 15, "brave": 0, "tavily": 0}}
+    assert s.daily_limits == {"gemini": 1500, "brave": 10, "tavily": 33}
 
 
 def test_spec_layout_is_accepted_too(tmp_path: Path) -> None:
@@ -208,5 +208,6 @@ def test_an_allocation_that_is_not_an_object_shows_what_one_looks_like(tmp_path:
     with pytest.raises(ConfigError) as caught:
         load_settings({"HOME": str(tmp_path), "OPENCLAW_CONFIG_PATH": str(path)})
     assert str(caught.value) == (
-        'Config key "agent_allocations.cron" must be an object like {"gemini": 5, "brave": 0}.'
+        'Config key "agent_allocations.cron" must be an object like '
+        '{"gemini": 5, "brave": 0, "tavily": 0}.'
     )

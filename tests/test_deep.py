@@ -98,11 +98,12 @@ def test_deep_call_spends_exactly_the_units_it_reports(env: Env, fake: FakeServe
     r = deep(env)
     assert r["error"] is None
     by_leg = {(a["provider"], a["engine"]): a for a in r["attempts"]}
-    assert [a["tier"] for a in r["attempts"]] == [1, 2, 3]
+    assert [a["tier"] for a in r["attempts"]] == [1, 2, 3, 4]  # Tavily's leg has no key
+    assert by_leg[("tavily", None)]["error_code"] == "not_configured"
     assert by_leg[("brave", None)]["units"] == 1
     assert by_leg[("gemini", None)]["units"] == 2  # the answer ran two search queries
     assert by_leg[("web_fetch", "duckduckgo")]["units"] == 0
-    assert all(a["outcome"] == "success" for a in r["attempts"])
+    assert all(a["outcome"] == "success" for a in r["attempts"] if a["provider"] != "tavily")
     assert used(env) == {"gemini": 2, "brave": 1}
     assert sum(a["units"] for a in r["attempts"]) == 3 == sum(used(env).values())
     assert logged_units(env) == [3]
@@ -116,7 +117,7 @@ def test_deep_call_spends_exactly_the_units_it_reports(env: Env, fake: FakeServe
     assert len(r["citations"]) == 3
     assert (r["provider_used"], r["fallback_used"], r["web_fetch_engine"]) == ("brave", False, None)
     assert r["quota_source"] == "agent_allocation" and r["queries_remaining"] == 1
-    assert "Deep search could spend up to 4 units (Brave 1, Gemini 3; deep_max_units 4)." in (
+    assert "Deep search could spend up to 4 units (Brave 1, Gemini 3; deep_max_units 5)." in (
         r["warning"]
     )
     assert WARNING in r["warning"]  # the DuckDuckGo leg's results are in the list
@@ -143,12 +144,15 @@ def test_a_smaller_budget_leaves_out_a_leg_that_could_bill_more(env: Env, fake: 
 
 
 def test_the_default_budget_is_the_sum_of_the_api_legs_worst_cases(env: Env) -> None:
-    """RULINGS 7: by default a deep call may ask both APIs; a raised worst case raises it."""
-    assert env.settings().deep_max_units == 3 + 1
+    """RULINGS 7: by default a deep call may ask every API; a raised worst case raises it.
+    Gemini 3, Brave 1 and Tavily's basic search 1."""
+    assert env.settings().deep_max_units == 3 + 1 + 1
     env.write_config({"providers": {"gemini": {"max_units_per_call": 5}}})
-    assert env.settings().deep_max_units == 5 + 1
-    env.write_config({"gemini_model": "gemini-2.5-flash"})  # billed per prompt: 1 + 1
-    assert env.settings().deep_max_units == 2
+    assert env.settings().deep_max_units == 5 + 1 + 1
+    env.write_config({"gemini_model": "gemini-2.5-flash"})  # billed per prompt: 1 + 1 + 1
+    assert env.settings().deep_max_units == 3
+    env.write_config({"providers": {"tavily": {"mode": "advanced"}}})  # 2 credits a search
+    assert env.settings().deep_max_units == 3 + 1 + 2
     env.write_config({"deep_max_units": 3})
     assert env.settings().deep_max_units == 3
 
@@ -162,6 +166,7 @@ def test_deep_max_units_zero_is_web_only(env: Env, fake: FakeServer) -> None:
     assert [(a["provider"], a["outcome"], a["units"]) for a in r["attempts"]] == [
         ("brave", "skipped", 0),
         ("gemini", "skipped", 0),
+        ("tavily", "skipped", 0),
         ("web_fetch", "success", 0),
     ]
     assert (r["provider_used"], r["web_fetch_engine"], r["quota_source"]) == (
@@ -199,7 +204,7 @@ def test_finance_query_from_a_scheduled_agent_never_scrapes(env: Env, fake: Fake
     answer_all(fake)
     r = deep(env, "NSE market open today", "stock-analysis")
     assert not fake.requests_to(DDG_PATH) and not fake.requests_to(GOOGLE_PATH)
-    web = r["attempts"][2]
+    web = r["attempts"][-1]
     assert (web["engine"], web["outcome"], web["error_code"]) == (
         "duckduckgo",
         "skipped",
@@ -229,7 +234,7 @@ def test_every_leg_failing_fails_the_call(env: Env, fake: FakeServer) -> None:
     fake.route(DDG_PATH, html("duckduckgo/blocked-challenge.html"))
     r = deep(env)
     assert r["error_code"] == "all_exhausted" and r["results"] is None
-    assert [a["outcome"] for a in r["attempts"]] == ["failed", "failed", "failed"]
+    assert [a["outcome"] for a in r["attempts"]] == ["failed", "failed", "skipped", "failed"]
 
 
 def test_only_gemini_answering_gives_its_citations_as_the_list(env: Env, fake: FakeServer) -> None:
@@ -275,6 +280,7 @@ def test_general_agent_deep_uses_google(env: Env, fake: FakeServer) -> None:
     assert [(a["provider"], a["engine"]) for a in r["attempts"]] == [
         ("brave", None),
         ("gemini", None),
+        ("tavily", None),
         ("web_fetch", "google"),
     ]
     assert fake.requests_to(GOOGLE_PATH) and not fake.requests_to(DDG_PATH)
@@ -392,7 +398,7 @@ def test_source_weights_and_tracking_params_shape_the_merge(env: Env, fake: Fake
         (
             {"source_weights": {"yahoo": 1}},
             '"source_weights.yahoo" is not a source '
-            "(gemini, brave, searxng, google, bing, duckduckgo).",
+            "(gemini, brave, tavily, searxng, google, bing, duckduckgo).",
         ),
         ({"tracking_params": "utm"}, '"tracking_params" must be an array of parameter names.'),
     ],

@@ -20,7 +20,8 @@ from tests.conftest import Env, charge
 
 
 def ceilings(limit: int = 10, **allocs: dict[str, int]) -> quota.Ceilings:
-    return quota.Ceilings({"gemini": limit, "brave": limit}, allocs, {"gemini": 5, "brave": 0})
+    limits = {"gemini": limit, "brave": limit, "tavily": limit}
+    return quota.Ceilings(limits, allocs, {"gemini": 5, "brave": 0, "tavily": 0})
 
 
 def test_worked_day() -> None:
@@ -30,7 +31,7 @@ def test_worked_day() -> None:
     assert [quota.reserve(doc, c, "alpha", "gemini").source for _ in range(3)] == ["allocation"] * 3
     # alpha's allocation is spent: the pool is empty, so direct headroom (10 - 7 = 3) pays.
     assert quota.reserve(doc, c, "alpha", "gemini").source == "direct"
-    assert quota.complete(doc, c, "beta") == {"gemini": 4, "brave": 0}
+    assert quota.complete(doc, c, "beta") == {"gemini": 4, "brave": 0, "tavily": 0}
     assert quota.agent_status(doc, c, "beta")["gemini"] == {
         "allocated": 4,
         "used": 0,
@@ -189,7 +190,7 @@ def test_status_and_completion_messages(env: Env) -> None:
     assert status["gemini"] == {"allocated": 7, "used": 0, "remaining": 7}
     assert status["completed"] is False
     done = env.call("search_mark_agent_complete", {"agent_id": "tech-news"})
-    assert done["released"] == {"gemini": 7, "brave": 2}
+    assert done["released"] == {"gemini": 7, "brave": 2, "tavily": 0}
     assert done["message"] == (
         "Agent marked complete. 7 Gemini calls and 2 Brave calls released to shared pool."
     )

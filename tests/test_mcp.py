@@ -591,7 +591,8 @@ def test_each_tool_answers_as_the_cli_does(env: Env, fake: FakeServer, transport
 
             done, res = await call(session, "search_mark_agent_complete", {"agent_id": AGENT})
             assert_valid_result("search_mark_agent_complete", done)
-            assert done["released"] == {"gemini": 5, "brave": 39} and not res.is_error
+            released = {"gemini": 5, "brave": 39, "tavily": 0}
+            assert done["released"] == released and not res.is_error
             again, res = await call(session, "search_mark_agent_complete", {"agent_id": AGENT})
             assert res.is_error and again["error_code"] == "invalid_input"
 
@@ -604,7 +605,8 @@ def test_each_tool_answers_as_the_cli_does(env: Env, fake: FakeServer, transport
             full, _ = await call(session, "search_quota_status", {})
             assert snapshot["quota"] == full
             assert snapshot["quota"]["agents"][AGENT]["completed"] is True
-            assert set(snapshot["breakers"]) == {"gemini", "brave", "google", "bing", "duckduckgo"}
+            every = {"gemini", "brave", "tavily", "google", "bing", "duckduckgo"}
+            assert set(snapshot["breakers"]) == every
             assert snapshot["breakers"]["brave"]["state"] == "closed"
 
     run(main)

@@ -80,7 +80,7 @@ def test_state_dir_only_setup_is_not_silently_ignored(tmp_path: Path) -> None:
     state = tmp_path / "oc"
     write(state / "openclaw.json", entry({"agent_allocations": {"tech": {"gemini": 7}}}))
     s = load_settings({"HOME": str(tmp_path / "h"), "OPENCLAW_STATE_DIR": str(state)})
-    assert s.agent_allocations == {"tech": {"gemini": 7, "brave": 0}}
+    assert s.agent_allocations == {"tech": {"gemini": 7, "brave": 0, "tavily": 0}}
     assert s.state_dir == str(state / "workspace" / "shared")
 
 
@@ -114,7 +114,7 @@ def test_includes_relative_nested_arrays_and_sibling_merge(tmp_path: Path) -> No
     write(cfg / "parts" / "agents.json5", '{ agent_allocations: { "a": { gemini: 2 } } }')
     s = load_settings({"HOME": str(tmp_path), "OPENCLAW_CONFIG_PATH": str(cfg / "openclaw.json")})
     assert s.daily_limits["brave"] == 9  # nested include, relative to the including file
-    assert s.agent_allocations == {"a": {"gemini": 2, "brave": 0}}  # array include, merged
+    assert s.agent_allocations == {"a": {"gemini": 2, "brave": 0, "tavily": 0}}  # array include
     assert s.default_provider == "gemini" and s.strict_agents is True
     # Arrays concatenate when siblings merge over an include (OpenClaw's deepMerge).
     assert s.finance_keywords == ("included", "main")

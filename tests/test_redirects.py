@@ -126,15 +126,16 @@ def test_whole_call_blames_no_operator_for_redirects_to_javascript(
     env.write_config(
         {
             "endpoints": {
-                name: fake.url for name in ("gemini", "brave", "google", "bing", "duckduckgo")
+                name: fake.url
+                for name in ("gemini", "brave", "tavily", "google", "bing", "duckduckgo")
             },
             "gemini_model": MODEL,
             "web_fetch_min_interval_ms": 0,
             "retry_base_delay": 10,
         }
     )
-    env.environ |= {"GEMINI_API_KEY": KEY, "BRAVE_API_KEY": KEY}
-    for path in (*API_PATHS.values(), "/search", "/html/"):
+    env.environ |= {"GEMINI_API_KEY": KEY, "BRAVE_API_KEY": KEY, "TAVILY_API_KEY": KEY}
+    for path in (*API_PATHS.values(), "/search", "/html/"):  # Tavily's path is /search too
         fake.route(path, Reply(302, headers={"Location": "javascript:alert(1)"}))
     result = env.call("smart_search", {"query": "plain words", "agent_id": "a"})
     assert result["results"] is None and result["provider_used"] is None

@@ -80,10 +80,10 @@ def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, Any], list[
 
 
 def test_the_registry_holds_every_source_once_in_declared_order() -> None:
-    assert registry.api_names() == PROVIDERS == ("gemini", "brave")
+    assert registry.api_names() == PROVIDERS == ("gemini", "brave", "tavily")
     assert registry.web_names() == ENGINES == ("searxng", "google", "bing", "duckduckgo")
     names = [s.name for s in registry.sources()]
-    assert len(names) == len(set(names)) == 6
+    assert len(names) == len(set(names)) == len(PROVIDERS) + len(ENGINES)
     for source in registry.sources():
         module = registry.module(source.name)
         assert module.SOURCE is source and module.NAME == source.name
@@ -136,14 +136,16 @@ def test_a_new_provider_is_one_module(tmp_path: Path) -> None:
             "OPENCLAW_CONFIG_PATH": str(path),
             "THROWAWAY_API_KEY": "SENTINEL-THROWAWAY-KEY-0001",
         }
-        # No Gemini or Brave key: a scheduled agent's plan walks every API, the new one last.
+        # No other API key: a scheduled agent's plan walks every API (the routed one first), the
+        # new one last.
         found = _cli(root, environ, {"tool": "smart_search",
                                      "args": {"query": "webb telescope", "agent_id": "cron"}})
         assert found["error"] is None, found
         assert (found["provider_used"], found["quota_source"]) == ("throwaway", "agent_allocation")
         assert found["results"][0]["url"] == "https://news.example/webb"
-        assert [a["provider"] for a in found["attempts"]] == ["brave", "gemini", "throwaway"]
-        assert found["attempts"][2]["units"] == 1 and found["queries_remaining"] == 1
+        walked = ["brave", *(p for p in PROVIDERS if p != "brave"), "throwaway"]
+        assert [a["provider"] for a in found["attempts"]] == walked
+        assert found["attempts"][-1]["units"] == 1 and found["queries_remaining"] == 1
         sent = fake.requests_to("/search")
         assert len(sent) == 1 and sent[0].headers["x-api-key"] == "SENTINEL-THROWAWAY-KEY-0001"
         status = _cli(root, environ, {"tool": "search_quota_status"})

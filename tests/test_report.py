@@ -276,7 +276,7 @@ def block(
         "failed": searches - ok,
         "deep": deep,
         "fallback": {"count": fallback[0], "rate": fallback[1]},
-        "units": {"gemini": gemini, "brave": brave},
+        "units": {"gemini": gemini, "brave": brave, "tavily": units()},  # no Tavily in the logs
         "units_total": gemini["total"] + brave["total"],
         "units_by_key": keys or {},
         "web_answers": dict(zip(("google", "bing", "duckduckgo"), web, strict=True)),
@@ -391,6 +391,15 @@ BUDGETS = [
            limit_reached_on=None, projected_to_reach_on="2025-12-03", price_per_1000=None,
            cost_used=None, cost_projected=None,
            daily=month_daily(date(2025, 12, 1), 2, {1: 2, 2: 1})),
+    # Tavily, UTC: in no log and with no limit in this window, both months empty.
+    budget("tavily", "2025-11", "UTC", limit=0, used=0, used_pct=None, days_in_month=30,
+           elapsed_days=30.0, complete=True, projected=0, projected_pct=None,
+           limit_reached_on=None, projected_to_reach_on=None, price_per_1000=None,
+           cost_used=None, cost_projected=None, daily=month_daily(date(2025, 11, 1), 30, {})),
+    budget("tavily", "2025-12", "UTC", limit=0, used=0, used_pct=None, days_in_month=31,
+           elapsed_days=1.625, complete=False, projected=0, projected_pct=None,
+           limit_reached_on=None, projected_to_reach_on=None, price_per_1000=None,
+           cost_used=None, cost_projected=None, daily=month_daily(date(2025, 12, 1), 2, {})),
 ]  # fmt: skip
 FILES = {"matched": 8, "read": 7, "unreadable": 0, "ignored": 2, "days_without_logs": 0,
          "missing_days": []}  # fmt: skip
@@ -510,6 +519,7 @@ def test_month_of_days_reads_from_the_first_of_the_month(tmp_path: Path) -> None
     assert [(b["provider"], b["month"], b["used"]) for b in doc["budgets"]] == [
         ("gemini", "2025-12", 3),
         ("brave", "2025-12", 3),
+        ("tavily", "2025-12", 0),
     ]
     assert doc["totals"]["searches"] == 3 and doc["lines"]["counted"] == 3
 
@@ -558,6 +568,7 @@ def test_text_and_html_print_the_same_cells_and_those_are_the_json_numbers(
     doc = report.build_report(str(logs), known_window())
     tables = {t.key: t for t in report.report_tables(doc)}
     # The cells are the JSON's numbers, formatted.
+    # Tavily billed nothing in the period: it gets no columns.
     assert tables["day-units"].rows[-1] == ["total", "8", "2", "3", "3", "7", "5", "1", "1", "15"]
     assert tables["day-searches"].rows[0] == ["2025-11-29", "5", "4", "1", "0", "2", "40.0%",
                                               "0", "0", "1", "0", "0"]  # fmt: skip
@@ -619,7 +630,7 @@ def test_page_is_self_contained_with_one_chart_per_kind(tmp_path: Path) -> None:
     ids = re.findall(r'<svg class="chart" id="chart-([^"]+)"', page)
     assert ids == ["units-by-provider", "units-by-agent", "outcomes-by-tier",
                    "burn-gemini-2025-11", "burn-gemini-2025-12", "burn-brave-2025-11",
-                   "burn-brave-2025-12"]  # fmt: skip
+                   "burn-brave-2025-12", "burn-tavily-2025-11", "burn-tavily-2025-12"]  # fmt: skip
     # Bars carry their numbers: 12-01 gemini 3, brave 3; alpha's 2 units on 11-29.
     assert "<title>12-01 gemini: 3</title>" in page and "<title>12-01 brave: 3</title>" in page
     assert "<title>11-29 alpha: 2</title>" in page
@@ -676,7 +687,7 @@ def test_no_log_directory_is_an_empty_report(tmp_path: Path) -> None:
     validate(doc)
     assert doc["files"]["matched"] == 0 and doc["files"]["days_without_logs"] == 4
     assert doc["totals"]["searches"] == 0 and doc["totals"]["fallback"]["rate"] is None
-    assert [b["used"] for b in doc["budgets"]] == [0, 0, 0, 0]
+    assert [b["used"] for b in doc["budgets"]] == [0] * 6
     assert report.render_text(doc).count("(none)") >= 4  # empty tables say so
     report.render_html(doc)
 
@@ -825,7 +836,7 @@ def test_ten_thousand_files(tmp_path: Path) -> None:
     doc = as_json(report.build_report(str(logs), everything))
     assert doc["files"]["read"] == 10_000 and doc["lines"]["counted"] == 10_000
     assert doc["lines"]["skipped"] == 0 and doc["files"]["days_without_logs"] == 0
-    assert len(doc["budgets"]) == 2 * 329  # 1999-01 .. 2026-05, per provider
+    assert len(doc["budgets"]) == 3 * 329  # 1999-01 .. 2026-05, per provider
     assert sum(b["used"] for b in doc["budgets"] if b["provider"] == "brave") == 10_000
 
 
@@ -854,7 +865,11 @@ def test_cli_json_is_the_library_report(env: Env) -> None:
     doc.pop("generated_at")
     assert doc["timezone"] == TOKYO  # from the config's `timezone`
     assert doc["totals"] == TOTALS and doc["by_day"] == BY_DAY and doc["by_agent"] == BY_AGENT
-    assert doc["budgets"] == BUDGETS and doc["lines"] == LINES and doc["files"] == FILES
+    assert doc["lines"] == LINES and doc["files"] == FILES
+    # Gemini's and Brave's months as the library's; Tavily's with its default limit, unused.
+    assert doc["budgets"][:4] == BUDGETS[:4]
+    assert [(b["provider"], b["limit"], b["used"]) for b in doc["budgets"][4:]] == [
+        ("tavily", 1000, 0), ("tavily", 1000, 0)]
 
 
 def test_report_of_real_searches(env: Env) -> None:

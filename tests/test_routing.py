@@ -51,12 +51,14 @@ def test_tier_tables() -> None:
     assert [(t.number, t.provider, t.engine, t.finance_blocked) for t in a] == [
         (1, "gemini", None, False),
         (2, "brave", None, False),
-        (3, "web_fetch", "duckduckgo", True),
+        (3, "tavily", None, False),
+        (4, "web_fetch", "duckduckgo", True),
     ]
     a2 = planner.plan("tech-news", "ai papers", s, planner.routed_provider("ai papers", s, None))
     assert [(t.provider, t.finance_blocked) for t in a2] == [
         ("brave", False),
         ("gemini", False),
+        ("tavily", False),
         ("web_fetch", False),
     ]
     b = planner.plan("general", "NSE open", s, planner.routed_provider("NSE open", s, None))
@@ -69,8 +71,8 @@ def test_tier_tables() -> None:
     forced = planner.plan(
         "stock-analysis", "NSE open", s, planner.routed_provider("NSE open", s, "brave")
     )
-    assert [t.provider for t in forced] == ["brave", "gemini", "web_fetch"]
-    assert forced[2].finance_blocked  # force_provider changes the provider, not the strategy
+    assert [t.provider for t in forced] == ["brave", "gemini", "tavily", "web_fetch"]
+    assert forced[-1].finance_blocked  # force_provider changes the provider, not the strategy
 
 
 
@@ -100,7 +102,7 @@ def test_provider_order_replaces_the_fixed_pair_where_it_is_set(env: Env) -> Non
         ("brave", 'Config key "provider_order" must be a non-empty array of provider names.'),
         ([], 'Config key "provider_order" must be a non-empty array of provider names.'),
         (["brave", "brave"], 'Config key "provider_order" names a provider twice.'),
-        (["perplexity"], 'Config key "provider_order[0]" must be "gemini" or "brave".'),
+        (["perplexity"], 'Config key "provider_order[0]" must be "gemini", "brave" or "tavily".'),
     ],
 )
 def test_a_bad_provider_order_is_a_config_error_naming_the_key(

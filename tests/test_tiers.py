@@ -70,7 +70,9 @@ def test_a_tier3_duckduckgo_when_both_apis_fail(keyed: Env) -> None:
         "none",
     )
     assert r["warning"] == WARNING and r["fallback_used"] is True
-    assert [a["tier"] for a in r["attempts"]] == [1, 2, 3]
+    # Tier 3 is Tavily, skipped without its key; the web is the last tier.
+    assert [a["tier"] for a in r["attempts"]] == [1, 2, 3, 4]
+    assert r["attempts"][2]["error_code"] == "not_configured"
 
 
 def test_a_tier4_error_when_everything_fails(keyed: Env) -> None:
@@ -83,7 +85,7 @@ def test_a_tier4_error_when_everything_fails(keyed: Env) -> None:
         "all_exhausted",
     )
     assert r["results"] is None and r["provider_used"] is None
-    assert [a["outcome"] for a in r["attempts"]] == ["failed"] * 3
+    assert [a["outcome"] for a in r["attempts"]] == ["failed", "failed", "skipped", "failed"]
 
 
 def test_unconfigured_key_is_skipped_with_the_spec_message(env: Env) -> None:
@@ -203,6 +205,7 @@ def test_example_5_scheduled_finance_both_exhausted_hard_error(keyed: Env) -> No
     assert [(a["outcome"], a["error_code"]) for a in r["attempts"]] == [
         ("skipped", "quota_exhausted"),
         ("skipped", "quota_exhausted"),
+        ("skipped", "not_configured"),
         ("skipped", "finance_blocked"),
     ]
 

@@ -142,7 +142,7 @@ def test_a_completed_agents_allocation_unit_given_back_goes_to_the_pool() -> Non
     c = ceilings(20, a={"gemini": 5})
     doc = today()
     hold = quota.reserve(doc, c, "a", "gemini")
-    assert quota.complete(doc, c, "a") == {"gemini": 2, "brave": 0}
+    assert quota.complete(doc, c, "a") == {"gemini": 2, "brave": 0, "tavily": 0}
     quota.settle(doc, "a", "gemini", hold, 0)
     assert quota.pool_remaining(doc, "gemini") == 5  # nothing allocated is lost
 
@@ -410,6 +410,19 @@ def test_the_installs_monthly_budget_holds_every_providers_worst_case(env: Env) 
 def test_a_budget_without_its_price_is_a_config_error(
     env: Env, config: dict[str, Any], message: str
 ) -> None:
+    env.environ["GEMINI_API_KEY"] = "SENTINEL-GEMINI-KEY-0001"  # a provider that can spend
     env.write_config(config)
     r = env.call("search_quota_status")
     assert (r["error_code"], r["error"]) == ("config_error", message)
+
+
+def test_a_provider_without_a_key_or_price_does_not_break_the_installs_budget(env: Env) -> None:
+    """Issue 20: a provider an upgrade adds (no key, no price) cannot spend, so a monthly budget
+    written before it existed stays valid; once its key is set, its price is required."""
+    env.write_config({"monthly_budget": 5, "providers": {
+        "brave": {"price_per_1000": 5}, "gemini": {"price_per_1000": 5}}})  # fmt: skip
+    assert env.call("search_quota_status")["error"] is None
+    env.environ["TAVILY_API_KEY"] = "SENTINEL-TAVILY-KEY-0001"
+    r = env.call("search_quota_status")
+    assert (r["error_code"], r["error"]) == (
+        "config_error", 'Config key "monthly_budget" needs providers.tavily.price_per_1000.')

@@ -134,6 +134,7 @@ def from_node(raw: Document, c: quota.Ceilings, day: str, path: str) -> Document
 
 def from_v1(raw: Document, path: str) -> Document:
     """Our first format: same agents, `providers` becomes `carried`, windows seeded."""
+    adopt_new_providers(raw, "providers")
     try:
         ok = isinstance(raw["date"], str) and len(raw["date"]) == 10
         carried = {}
@@ -179,8 +180,45 @@ def _agents_ok(agents: Any) -> bool:
     return True
 
 
+def adopt_new_providers(doc: Document, providers_key: str = "carried") -> Document:
+    """A provider registered after `doc` was written (issue 20: a new source) starts at zero in
+    it. Only a provider the document names nowhere is added, and only to a document that names
+    others: one present anywhere but damaged elsewhere, or a document naming none, is still
+    corruption, so a file that lost counters never reads as "nothing spent yet"."""
+    try:
+        known = doc[providers_key]
+        agents = doc["agents"]
+        windows = doc.get("windows", {})
+        if not isinstance(known, dict) or not isinstance(agents, dict) or not known:
+            return doc  # a document that names no provider at all is damage, not an old file
+        for p in PROVIDERS:
+            named = p in known or p in windows
+            named = named or any(
+                isinstance(rec, dict)
+                and (p in rec or p in (rec.get("released") or {}))
+                for rec in agents.values()
+            )
+            if named:
+                continue
+            known[p] = (
+                {"used": 0, "pool_used": 0}
+                if providers_key == "carried"
+                else {"unattributed_used": 0, "pool_used_unattributed": 0}
+            )
+            if isinstance(windows, dict) and "windows" in doc:
+                windows[p] = quota.new_window()
+            for rec in agents.values():
+                if isinstance(rec, dict) and isinstance(rec.get("released"), dict):
+                    rec["released"][p] = 0
+                    rec[p] = {s: 0 for s in quota.SOURCES}
+    except (KeyError, TypeError, AttributeError):
+        pass  # the check that follows names the damage
+    return doc
+
+
 def checked(doc: Document, path: str) -> Document:
     """A version-2 document whose every counter the arithmetic can trust, or StateCorrupt."""
+    adopt_new_providers(doc)
     try:
         ok = isinstance(doc["date"], str) and len(doc["date"]) == 10
         ok = ok and _agents_ok(doc["agents"])
