@@ -121,9 +121,9 @@ def test_deep_call_spends_exactly_the_units_it_reports(env: Env, fake: FakeServe
     assert len(r["citations"]) == 3
     assert (r["provider_used"], r["fallback_used"], r["web_fetch_engine"]) == ("brave", False, None)
     assert r["quota_source"] == "agent_allocation" and r["queries_remaining"] == 1
-    assert "Deep search could spend up to 4 units (Brave 1, Gemini 3; deep_max_units 4)." in (
-        r["warning"]
-    )
+    budget = 3 + 1 + len(OTHERS)  # every API's worst case, keyed or not (RULINGS 7)
+    spend = f"Deep search could spend up to 4 units (Brave 1, Gemini 3; deep_max_units {budget})."
+    assert spend in r["warning"]
     assert WARNING in r["warning"]  # the DuckDuckGo leg's results are in the list
 
 
@@ -148,16 +148,17 @@ def test_a_smaller_budget_leaves_out_a_leg_that_could_bill_more(env: Env, fake: 
 
 
 def test_the_default_budget_is_the_sum_of_the_api_legs_worst_cases(env: Env) -> None:
-    """RULINGS 7: by default a deep call may ask every API with a key; a raised worst case raises
-    it, and an API without a key takes no share."""
-    assert env.settings().deep_max_units == 0  # no key: web only
-    env.environ["GEMINI_API_KEY"] = "SENTINEL-GEMINI-KEY-d33p01"
-    env.environ["BRAVE_API_KEY"] = "SENTINEL-BRAVE-KEY-d33p02"
-    assert env.settings().deep_max_units == 3 + 1
+    """RULINGS 7: by default a deep call may ask every API; a raised worst case raises it.
+    Gemini 3, Brave 1, Tavily's basic search 1, and 1 for each API beyond them (a request or a
+    credit a call)."""
+    rest = len(OTHERS) - 1  # beyond Gemini, Brave and Tavily
+    assert env.settings().deep_max_units == 3 + 1 + 1 + rest
     env.write_config({"providers": {"gemini": {"max_units_per_call": 5}}})
-    assert env.settings().deep_max_units == 5 + 1
-    env.write_config({"gemini_model": "gemini-2.5-flash"})  # billed per prompt: 1 + 1
-    assert env.settings().deep_max_units == 2
+    assert env.settings().deep_max_units == 5 + 1 + 1 + rest
+    env.write_config({"gemini_model": "gemini-2.5-flash"})  # billed per prompt: 1 each
+    assert env.settings().deep_max_units == 3 + rest
+    env.write_config({"providers": {"tavily": {"mode": "advanced"}}})  # 2 credits a search
+    assert env.settings().deep_max_units == 3 + 1 + 2 + rest
     env.write_config({"deep_max_units": 3})
     assert env.settings().deep_max_units == 3
 
@@ -404,7 +405,7 @@ def test_source_weights_and_tracking_params_shape_the_merge(env: Env, fake: Fake
         (
             {"source_weights": {"yahoo": 1}},
             '"source_weights.yahoo" is not a source '
-            "(gemini, brave, exa, serper, searxng, google, bing, duckduckgo).",
+            "(gemini, brave, tavily, exa, serper, searxng, google, bing, duckduckgo).",
         ),
         ({"tracking_params": "utm"}, '"tracking_params" must be an array of parameter names.'),
     ],

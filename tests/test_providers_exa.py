@@ -14,6 +14,7 @@ import pytest
 
 from smart_search import errors
 from smart_search.host.config import Settings, load_settings
+from smart_search.sources import registry
 from smart_search.sources.filters import unsupported_warning
 from smart_search.sources.http import HttpResponse
 from smart_search.sources.providers import exa
@@ -318,8 +319,9 @@ def test_a_scheduled_agents_plan_walks_to_exa(tmp_path: Path, fake: FakeServer) 
     found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
     assert found["error"] is None, found
     assert (found["provider_used"], found["quota_source"]) == ("exa", "agent_allocation")
-    # No Gemini or Brave key: both are skipped, then Exa answers.
-    assert [a["provider"] for a in found["attempts"]] == ["brave", "gemini", "exa"]
+    # No other key: every API before it in the plan is skipped, then Exa answers.
+    walked = ["brave", "gemini", *[n for n in registry.api_names() if n not in ("brave", "gemini")]]
+    assert [a["provider"] for a in found["attempts"]] == walked[: walked.index("exa") + 1]
     assert found["queries_remaining"] == 1
     assert env.call("search_quota_status")["agents"]["cron"]["exa"] == {
         "allocated": 2, "used": 1, "remaining": 1}  # fmt: skip

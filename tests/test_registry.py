@@ -80,10 +80,10 @@ def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, Any], list[
 
 
 def test_the_registry_holds_every_source_once_in_declared_order() -> None:
-    assert registry.api_names() == PROVIDERS == ("gemini", "brave", "exa", "serper")
+    assert registry.api_names() == PROVIDERS == ("gemini", "brave", "tavily", "exa", "serper")
     assert registry.web_names() == ENGINES == ("searxng", "google", "bing", "duckduckgo")
     names = [s.name for s in registry.sources()]
-    assert len(names) == len(set(names)) == 8
+    assert len(names) == len(set(names)) == 9
     for source in registry.sources():
         module = registry.module(source.name)
         assert module.SOURCE is source and module.NAME == source.name

@@ -108,7 +108,8 @@ def test_provider_order_replaces_the_fixed_pair_where_it_is_set(env: Env) -> Non
         (["brave", "brave"], 'Config key "provider_order" names a provider twice.'),
         (
             ["perplexity"],
-            'Config key "provider_order[0]" must be "gemini" or "brave" or "exa" or "serper".',
+            'Config key "provider_order[0]" must be '
+            '"gemini", "brave", "tavily", "exa" or "serper".',
         ),
     ],
 )

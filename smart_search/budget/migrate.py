@@ -11,10 +11,6 @@ never read as "nothing spent yet".
 - `smart-search/quota@1`: one day's counters with `providers.<p>.{unattributed_used,
   pool_used_unattributed}`. Upgraded in place under the lock; today's counts also seed the
   provider windows (day and month), so the month starts with what today already spent.
-
-A provider registered after the document was written (no trace of it anywhere in it, while it
-holds others) starts at zero in it, in either version; a provider with some of its counters and
-not others is still corrupt.
 """
 
 from __future__ import annotations
@@ -136,42 +132,14 @@ def from_node(raw: Document, c: quota.Ceilings, day: str, path: str) -> Document
     return doc
 
 
-def _newer_providers(doc: Document, sections: tuple[str, ...]) -> list[str]:
-    """The registered providers `doc` has no trace of (not in any of its per-provider
-    `sections`, nor in any agent record) when it holds some other provider: it was written
-    before they were registered. Junk, or a document with no provider at all, gives none (the
-    checks then refuse it)."""
-    try:
-        agents = list(doc["agents"].values())
-        newer = [
-            p
-            for p in PROVIDERS
-            if all(p not in doc[section] for section in sections)
-            and all(p not in rec and p not in rec["released"] for rec in agents)
-        ]
-    except (KeyError, TypeError, AttributeError):
-        return []
-    return newer if len(newer) < len(PROVIDERS) else []
-
-
-def _add_providers(doc: Document, providers: list[str]) -> None:
-    """Zero counters for `providers` in every agent record of `doc`."""
-    for rec in doc["agents"].values():
-        for p in providers:
-            rec["released"][p] = 0
-            rec[p] = {s: 0 for s in quota.SOURCES}
-
-
 def from_v1(raw: Document, path: str) -> Document:
     """Our first format: same agents, `providers` becomes `carried`, windows seeded."""
-    newer = _newer_providers(raw, ("providers",))
+    adopt_new_providers(raw, "providers")
     try:
         ok = isinstance(raw["date"], str) and len(raw["date"]) == 10
         carried = {}
-        _add_providers(raw, newer)
         for p in PROVIDERS:
-            zero = {"unattributed_used": 0, "pool_used_unattributed": 0}
-            entry = zero if p in newer else raw["providers"][p]
+            entry = raw["providers"][p]
             used, pool_used = entry["unattributed_used"], entry["pool_used_unattributed"]
             ok = ok and is_count(used) and is_count(pool_used)
             carried[p] = {"used": used, "pool_used": pool_used}
@@ -212,15 +180,46 @@ def _agents_ok(agents: Any) -> bool:
     return True
 
 
-def checked(doc: Document, path: str) -> Document:
-    """A version-2 document whose every counter the arithmetic can trust, or StateCorrupt. A
-    provider registered since it was written starts at zero in it."""
-    newer = _newer_providers(doc, ("carried", "windows"))
+def adopt_new_providers(doc: Document, providers_key: str = "carried") -> Document:
+    """A provider registered after `doc` was written (issue 20: a new source) starts at zero in
+    it. Only a provider the document names nowhere is added, and only to a document that names
+    others: one present anywhere but damaged elsewhere, or a document naming none, is still
+    corruption, so a file that lost counters never reads as "nothing spent yet"."""
     try:
-        _add_providers(doc, newer)
-        for p in newer:
-            doc["carried"][p] = {"used": 0, "pool_used": 0}
-            doc["windows"][p] = quota.new_window()
+        known = doc[providers_key]
+        agents = doc["agents"]
+        windows = doc.get("windows", {})
+        if not isinstance(known, dict) or not isinstance(agents, dict) or not known:
+            return doc  # a document that names no provider at all is damage, not an old file
+        for p in PROVIDERS:
+            named = p in known or p in windows
+            named = named or any(
+                isinstance(rec, dict)
+                and (p in rec or p in (rec.get("released") or {}))
+                for rec in agents.values()
+            )
+            if named:
+                continue
+            known[p] = (
+                {"used": 0, "pool_used": 0}
+                if providers_key == "carried"
+                else {"unattributed_used": 0, "pool_used_unattributed": 0}
+            )
+            if isinstance(windows, dict) and "windows" in doc:
+                windows[p] = quota.new_window()
+            for rec in agents.values():
+                if isinstance(rec, dict) and isinstance(rec.get("released"), dict):
+                    rec["released"][p] = 0
+                    rec[p] = {s: 0 for s in quota.SOURCES}
+    except (KeyError, TypeError, AttributeError):
+        pass  # the check that follows names the damage
+    return doc
+
+
+def checked(doc: Document, path: str) -> Document:
+    """A version-2 document whose every counter the arithmetic can trust, or StateCorrupt."""
+    adopt_new_providers(doc)
+    try:
         ok = isinstance(doc["date"], str) and len(doc["date"]) == 10
         ok = ok and _agents_ok(doc["agents"])
         for p in PROVIDERS:

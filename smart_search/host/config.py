@@ -35,6 +35,7 @@ from smart_search.host.config_keys import (
     fields_of,
     unknown_key_warning,
     unknown_keys,
+    worst_case,
 )
 from smart_search.host.config_keys import DEFAULT_GEMINI_MODEL as DEFAULT_GEMINI_MODEL
 from smart_search.host.config_keys import DEFAULT_MONTHLY_LIMITS as DEFAULT_MONTHLY_LIMITS
@@ -112,6 +113,7 @@ class Settings(NamedTuple):
     units: dict[str, str]
     prices_per_1000: dict[str, float | None]
     max_units_per_call: dict[str, int]
+    modes: dict[str, str | None]  # per provider, its search mode (None: it has none)
     currencies: dict[str, str]
     monthly_budgets: dict[str, float | None]  # per provider, in its currency (issue 20, point 4)
     monthly_budget: float | None  # every provider together, in their one currency
@@ -206,6 +208,9 @@ def _build(
             values.update(_providers(section.get(key.name, key.default), values))
         else:
             values[key.name] = _CHECKS[key.kind](section.get(key.name, key.default), key.name, key)
+    values["state_dir"] = _state_dir(env, values["state_dir"])
+    if "deep_max_units" not in section:  # RULINGS 7: by default a deep call may ask every API
+        values["deep_max_units"] = sum(values["max_units_per_call"].values())
     sources = api_key_sources(env, root, skill_env)
     values["api_keys"] = {
         provider: _api_key(name, sources, env)
@@ -213,15 +218,6 @@ def _build(
     }
     _key_pools(values, sources, env)
     _check_budgets(values)
-    values["state_dir"] = _state_dir(env, values["state_dir"])
-    if "deep_max_units" not in section:
-        # RULINGS 7: by default a deep call may ask every API leg it can ask, those with a key
-        # (a leg without one takes no share of the budget).
-        values["deep_max_units"] = sum(
-            most
-            for p, most in values["max_units_per_call"].items()
-            if values["api_keys"][p] is not None
-        )
     return Settings(**values)
 
 
@@ -312,12 +308,22 @@ def _providers(given: Any, earlier: dict[str, Any]) -> dict[str, dict[str, Any]]
             if leaf == "unit" and pick_unit is not None:
                 default = pick_unit(earlier)  # from the keys read before (a model, say)
             elif leaf == "max_units_per_call":
-                # Gemini 3 may run several search queries for one prompt; one request is one unit.
-                default = 3 if out["units"][p] == "search_query" else 1
+                default = worst_case(registry.source(p), out["units"][p], out["modes"][p])
             value = _CHECKS[key.kind](entry.get(leaf, default), f"providers.{p}.{leaf}", key)
             out[key.field][p] = value
         out["max_units_per_call"][p] = out["max_units_per_call"][p] or 1
     return out
+
+
+def _mode(value: Any, name: str, key: ConfigKey) -> str | None:
+    """`providers.<p>.mode`: one of the provider's search modes; null for one that has none."""
+    if not key.choices:
+        if value is None:
+            return None
+        raise ConfigError(f'Config key "{name}" is not used: this provider has no search modes.')
+    if value not in key.choices:
+        raise ConfigError(f'Config key "{name}" must be {either(key.choices)}.')
+    return value
 
 
 def _allocations(value: Any, name: str, key: ConfigKey) -> dict[str, dict[str, int]]:
@@ -391,8 +397,9 @@ def _provider_chain(value: Any, name: str, key: ConfigKey) -> tuple[str, ...] | 
 
 def _check_budgets(values: dict[str, Any]) -> None:
     """A budget in money counts units at their price, so it needs the price (and the install's
-    budget one currency for every provider that can spend: a provider without a key cannot, so
-    a newly registered API does not make an install's budget a config error)."""
+    budget one currency for every provider). The install's budget needs the price of every
+    provider that can spend: one with a key, or one priced anyway (a provider added by an upgrade,
+    whose key is not set, does not break a budget written before it existed)."""
     prices = values["prices_per_1000"]
     for p, budget in values["monthly_budgets"].items():
         if budget is not None and prices[p] is None:
@@ -401,7 +408,8 @@ def _check_budgets(values: dict[str, Any]) -> None:
             )
     if values["monthly_budget"] is None:
         return
-    spending = [p for p in PROVIDERS if values["api_keys"][p] is not None or prices[p] is not None]
+    keys = values["api_keys"]
+    spending = [p for p in PROVIDERS if keys[p] is not None or prices[p] is not None]
     unpriced = [p for p in spending if prices[p] is None]
     if unpriced:
         raise ConfigError(
@@ -416,6 +424,7 @@ _CHECKS = {
     **CHECKS,
     "provider": _provider,
     "providers_chain": _provider_chain,
+    "mode": _mode,
     "allocations": _allocations,
     "allocation": _allocation,
     "weights": _weights,

@@ -19,7 +19,9 @@ AGENT_ID = re.compile(r"[a-z0-9-]+")
 
 
 def either(choices: tuple[str, ...]) -> str:
-    return " or ".join(f'"{choice}"' for choice in choices)
+    """`"a" or "b"`; `"a", "b" or "c"` for more."""
+    quoted = [f'"{choice}"' for choice in choices]
+    return ", ".join(quoted[:-1]) + " or " + quoted[-1] if len(quoted) > 1 else "".join(quoted)
 
 
 def check_string(value: Any, name: str, key: ConfigKey | None = None) -> str:

@@ -13,9 +13,12 @@ them. Import cost matters (config is read on every call): nothing is imported he
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from smart_search.sources import registry
+
+if TYPE_CHECKING:
+    from smart_search.sources.source import Source
 
 # gemini-2.0-flash (the spec's default) is shut down; this alias follows Google's current flash.
 DEFAULT_GEMINI_MODEL = "gemini-flash-latest"
@@ -36,6 +39,20 @@ DEFAULT_MONTHLY_LIMITS = {s.name: s.monthly_limit for s in _APIS}
 DEFAULT_RESET_TIMEZONES = {s.name: s.reset_timezone for s in _APIS}
 DEFAULT_UNITS = {s.name: s.units[0] for s in _APIS}
 UNIT_CHOICES = {s.name: s.units for s in _APIS}
+DEFAULT_MODES = {s.name: (s.modes[0] if s.modes else None) for s in _APIS}
+MODE_CHOICES = {s.name: s.modes for s in _APIS}
+
+
+def worst_case(source: Source, unit: str, mode: str | None) -> int:
+    """`max_units_per_call`'s default: what the source says its mode may cost; otherwise 3 for
+    a search_query unit (Gemini 3 may run several queries for one prompt), else 1."""
+    if source.units_per_call is not None:
+        return source.units_per_call(mode)
+    return 3 if unit == "search_query" else 1
+
+
+# Unset, deep_max_units is the sum of the API legs' worst cases (RULINGS 7).
+DEFAULT_DEEP_MAX_UNITS = sum(worst_case(s, s.units[0], DEFAULT_MODES[s.name]) for s in _APIS)
 # No count or limit anywhere (config or ledger) may exceed this: 1e30 is a typo, not a budget.
 MAX_COUNT = 10**9
 # The predecessor skill's allocation for an agent that is not in config.
@@ -112,11 +129,11 @@ KEYS: tuple[ConfigKey, ...] = (
         "max_unconfigured_agents", 1000, 0, MAX_COUNT,
         "unconfigured agents that may spend per day (strict_agents off)",
     ),
-    # Unset, it is the sum of the worst cases of the API legs with a key (RULINGS 7): the loader
-    # fills it in (0 without any key).
+    # Unset, it is the sum of the API legs' worst cases (RULINGS 7): the loader fills it in.
     ConfigKey(
-        "deep_max_units", "whole", 0, "most units one deep call may bill (0: web only)", 0, 1000,
-        shown="the sum of max_units_per_call over the API providers with a key",
+        "deep_max_units", "whole", DEFAULT_DEEP_MAX_UNITS,
+        "most units one deep call may bill (0: web only)", 0, 1000,
+        shown="the sum of every API provider's max_units_per_call",
     ),
     ConfigKey(
         "finance_keywords", "keywords", DEFAULT_FINANCE_KEYWORDS,
@@ -141,8 +158,16 @@ KEYS: tuple[ConfigKey, ...] = (
         choices=UNIT_CHOICES,
     ),
     _per_provider(
+        "mode", "mode", DEFAULT_MODES,
+        "the search mode of a provider that offers several (its docs page says what each "
+        "costs); none for the others",
+        choices=MODE_CHOICES,
+    ),
+    _per_provider(
         "max_units_per_call", "count", None, "most units one call may bill (0 counts as 1)",
-        field="max_units_per_call", shown="3 when unit is search_query, else 1",
+        field="max_units_per_call",
+        shown="the worst case of the provider's mode where it has modes; else 3 when unit is "
+        "search_query, else 1",
     ),
     _per_provider(
         "price_per_1000", "price", None, "price of 1,000 units, for the report's cost column",
@@ -320,6 +345,7 @@ KIND_TYPES = {
     "path": "path",
     "backend": "object",
     "choice": "string",
+    "mode": "string",
     "redis_url": "URL",
     "redis_prefix": "string",
     "agent_id": "agent id",
@@ -374,7 +400,8 @@ def _allowed(key: ConfigKey) -> str:
     if key.kind in ("whole", "count") and key.low is not None:
         return f"{key.low} to {key.high}" if key.high is not None else f"at least {key.low}"
     if isinstance(key.choices, dict):
-        return "; ".join(f"{p}: {_show(c)}" for p, c in key.choices.items())
+        # A provider without choices (no search modes) is left out of the column.
+        return "; ".join(f"{p}: {_show(c)}" for p, c in key.choices.items() if c)
     if key.choices:
         return _show(tuple(key.choices))
     return KIND_RULES.get(key.kind, "")

@@ -235,17 +235,17 @@ def _units_table(report: dict[str, Any], rows: list[dict[str, Any]], key: str, l
     short = {"agent_allocation": "alloc", "shared_pool": "pool", "provider_direct": "direct",
              "unattributed": "other"}  # fmt: skip
     sources = [s for s in SOURCES if s != "unattributed" or other]
-    # A provider that billed nothing in the report gets no columns: every registered API would
-    # not fit a line of text (the JSON still lists each one).
-    shown = [p for p in units if units[p]["total"]]
+    # Only the providers that billed anything in the period get columns (all of them when none
+    # did): every registered provider's four would pass the text report's width.
+    spent = [p for p in units if units[p]["total"] or units[p]["unattributed"]] or list(units)
     columns = [label]
-    for p in shown:
+    for p in spent:
         columns += [p] + [f"{p[0]}.{short[s]}" for s in sources]
     columns.append("total")
 
     def cells(name: str, s: dict[str, Any]) -> list[str]:
         out = [name]
-        for p in shown:
+        for p in spent:
             out += [fmt_int(s["units"][p]["total"])] + [fmt_int(s["units"][p][x]) for x in sources]
         return [*out, fmt_int(s["units_total"])]
 

@@ -35,6 +35,8 @@ _DEFAULTS: dict[str, Any] = {
     # An engine the operator runs (`endpoint=None`): active only when `endpoints.<name>` is
     # configured, then the first web engine of both strategies; plain http to a private host.
     "self_hosted": False,
+    "modes": (),  # the search modes it offers (`providers.<p>.mode`), the first the default
+    "units_per_call": None,  # Callable[[mode], int]: its worst case, max_units_per_call's default
 }
 
 
@@ -64,6 +66,8 @@ class Source:
     default_allocation: int
     fit_query: Callable[[str], tuple[str, str | None]] | None
     self_hosted: bool
+    modes: tuple[str, ...]
+    units_per_call: Callable[[str | None], int] | None
 
     def __init__(self, **fields: Any) -> None:
         missing = [f for f in _REQUIRED if f not in fields]
