@@ -3,11 +3,10 @@
 A provider reports its own count one of two ways:
 
 - a **usage endpoint** its module can ask, free of charge: `usage_request(settings, key)` builds
-  the request and `parse_usage(resp)` reads `{"used": n, "limit": n | None}` for the key's month
-  (Tavily);
-- the **remaining figure its answers carry**, which the ledger records at every settle (Brave's
-  `X-RateLimit-Remaining` with its `X-RateLimit-Limit`, per key of a pool): reconciling reads
-  the last one, and never spends a unit to learn a new one.
+  the request and `parse_usage(resp)` reads `{"used": n, "limit": n | None}` for the key's month;
+- the **remaining figure its answers carry**, which the ledger records at every settle (what
+  a provider's `observation` reads from its headers, per key of a pool): reconciling reads the
+  last one, and never spends a unit to learn a new one.
 
 `drift_rows` lines the two up, one row per provider (and per key where the provider keeps a key
 pool); `smart-search reconcile` asks the usage endpoints and has the ledger adopt the stricter
