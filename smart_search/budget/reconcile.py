@@ -82,8 +82,12 @@ def drift_rows(
     rows = []
     for p in providers:
         window = doc["windows"][p]
-        accounts = window.get("keys") or {"-": window}
-        for label, account in accounts.items():
+        accounts = dict(window.get("keys") or {})
+        for asked_p, label in asked:
+            if asked_p == p and label != "-" and label not in accounts:
+                # An account of the pool that has spent nothing yet: the ledger counts 0.
+                accounts[label] = {"month": window["month"], "month_used": 0}
+        for label, account in (accounts or {"-": window}).items():
             report = asked.get((p, label)) or recorded_report(account)
             rows.append(drift_row(account, p, label, report, now))
     return rows
