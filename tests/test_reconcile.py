@@ -65,3 +65,89 @@ def test_a_bad_command_line_is_refused_and_changes_nothing(env: Env) -> None:
     proc = _reconcile(env, "--bogus")
     assert proc.returncode == 2 and b"usage: smart-search reconcile" in proc.stderr
     assert not env.state_dir.exists()
+
+
+class _KeyedUsage:
+    """A fake usage endpoint on 127.0.0.1 answering by the request's bearer key, and counting
+    what it was asked (a usage endpoint is free: asking it bills nothing)."""
+
+    def __init__(self, used: dict[str, int], limit: int) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.asked: list[str] = []
+        self.paths: list[str] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+                key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                fake.asked.append(key)
+                fake.paths.append(self.path)
+                if key not in used:
+                    status, body = 401, {"detail": {"error": "Unauthorized: invalid API key."}}
+                else:
+                    status = 200
+                    body = {"key": {"usage": used[key], "limit": limit}, "account": None}
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_usage_endpoint_is_asked_once_per_key_and_the_stricter_figure_is_adopted(
+    env: Env,
+) -> None:
+    key_a, key_b = "SENTINEL-TAVILY-KEY-0001", "SENTINEL-TAVILY-KEY-0002"
+    usage = _KeyedUsage({key_a: 40, key_b: 3}, limit=50)
+    try:
+        env.write_config({"endpoints": {"tavily": usage.url}, "cache": {"enabled": False}})
+        env.environ["TAVILY_API_KEYS"] = f"{key_a},{key_b}"
+        proc = _reconcile(env, "--json")
+        text = _reconcile(env)
+    finally:
+        usage.close()
+    assert proc.returncode == 1, proc.stderr  # the provider counted more than the ledger (0)
+    rows = [r for r in json.loads(proc.stdout)["providers"] if r["provider"] == "tavily"]
+    assert [(r["key"], r["ledger_used"], r["provider_used"], r["drift"]) for r in rows] == [
+        ("…0001", 0, 40, 40), ("…0002", 0, 3, 3)]  # fmt: skip
+    assert all(r["from"] == "usage endpoint" and r["provider_limit"] == 50 for r in rows)
+    assert sorted(usage.asked) == sorted([key_a, key_b] * 2)  # once per key per run
+    assert all(p == "/usage" for p in usage.paths)  # the key in a header, never the URL
+    # The ledger adopted each key's figure: key A has 10 left of its 50 (stricter than its 33 a
+    # day), key B 47 (its day's 33 is stricter).
+    keys = env.call("search_quota_status")["windows"]["tavily"]["keys"]
+    assert (keys["…0001"]["remaining"], keys["…0002"]["remaining"]) == (10, 33)
+    assert "…0001" in text.stdout.decode() and "+40" in text.stdout.decode()
+    for out in (proc, text):
+        assert b"SENTINEL" not in out.stdout + out.stderr
+    for file in env.state_dir.rglob("*"):
+        if file.is_file():
+            assert b"SENTINEL" not in file.read_bytes(), file
+
+
+def test_a_usage_endpoint_refusing_the_key_is_a_row_of_its_own(env: Env) -> None:
+    usage = _KeyedUsage({}, limit=50)
+    try:
+        env.write_config({"endpoints": {"tavily": usage.url}})
+        env.environ["TAVILY_API_KEY"] = "SENTINEL-TAVILY-KEY-0009"
+        proc = _reconcile(env, "--json")
+    finally:
+        usage.close()
+    assert proc.returncode == 0, proc.stderr
+    row = next(r for r in json.loads(proc.stdout)["providers"] if r["provider"] == "tavily")
+    assert row["drift"] is None and row["from"].startswith("usage endpoint failed: ")
+    assert b"SENTINEL" not in proc.stdout + proc.stderr

@@ -3,11 +3,10 @@
 A provider reports its own count one of two ways:
 
 - a **usage endpoint** its module can ask, free of charge: `usage_request(settings, key)` builds
-  the request and `parse_usage(resp)` reads `{"used": n, "limit": n | None}` for the key's month
-  (Tavily);
-- the **remaining figure its answers carry**, which the ledger records at every settle (Brave's
-  `X-RateLimit-Remaining` with its `X-RateLimit-Limit`, per key of a pool): reconciling reads
-  the last one, and never spends a unit to learn a new one.
+  the request and `parse_usage(resp)` reads `{"used": n, "limit": n | None}` for the key's month;
+- the **remaining figure its answers carry**, which the ledger records at every settle (what
+  a provider's `observation` reads from its headers, per key of a pool): reconciling reads the
+  last one, and never spends a unit to learn a new one.
 
 `drift_rows` lines the two up, one row per provider (and per key where the provider keeps a key
 pool); `smart-search reconcile` asks the usage endpoints and has the ledger adopt the stricter
@@ -83,8 +82,12 @@ def drift_rows(
     rows = []
     for p in providers:
         window = doc["windows"][p]
-        accounts = window.get("keys") or {"-": window}
-        for label, account in accounts.items():
+        accounts = dict(window.get("keys") or {})
+        for asked_p, label in asked:
+            if asked_p == p and label != "-" and label not in accounts:
+                # An account of the pool that has spent nothing yet: the ledger counts 0.
+                accounts[label] = {"month": window["month"], "month_used": 0}
+        for label, account in (accounts or {"-": window}).items():
             report = asked.get((p, label)) or recorded_report(account)
             rows.append(drift_row(account, p, label, report, now))
     return rows

@@ -95,7 +95,7 @@ def ask_usage(settings: Any, provider: str, key: Any) -> dict[str, Any] | None:
         return None
     timeout = settings.request_timeout_ms / 1000
     try:
-        resp = send(build(settings, key), deadline=time.monotonic() + timeout,
+        resp = send(build(settings, key.reveal()), deadline=time.monotonic() + timeout,
                     request_timeout_s=timeout)  # fmt: skip
         if not 200 <= resp.status < 300:
             raise status_error(registry.label(provider), resp)
