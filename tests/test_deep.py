@@ -101,9 +101,9 @@ def test_deep_call_spends_exactly_the_units_it_reports(env: Env, fake: FakeServe
     r = deep(env)
     assert r["error"] is None
     by_leg = {(a["provider"], a["engine"]): a for a in r["attempts"]}
-    # The APIs without a key (beyond the spec's two) are legs too, skipped as not configured.
-    assert [a["tier"] for a in r["attempts"]] == list(range(1, 4 + len(OTHERS)))
-    assert {by_leg[(name, None)]["error_code"] for name in OTHERS} == {"not_configured"}
+    # Without provider_order the legs are the default chain's: no other registered API is a leg.
+    assert [a["tier"] for a in r["attempts"]] == [1, 2, 3]
+    assert not {name for name, _ in by_leg} & set(OTHERS)
     assert by_leg[("brave", None)]["units"] == 1
     assert by_leg[("gemini", None)]["units"] == 2  # the answer ran two search queries
     assert by_leg[("web_fetch", "duckduckgo")]["units"] == 0
@@ -121,8 +121,7 @@ def test_deep_call_spends_exactly_the_units_it_reports(env: Env, fake: FakeServe
     assert len(r["citations"]) == 3
     assert (r["provider_used"], r["fallback_used"], r["web_fetch_engine"]) == ("brave", False, None)
     assert r["quota_source"] == "agent_allocation" and r["queries_remaining"] == 1
-    budget = 3 + 1 + len(OTHERS)  # every API's worst case, keyed or not (RULINGS 7)
-    spend = f"Deep search could spend up to 4 units (Brave 1, Gemini 3; deep_max_units {budget})."
+    spend = "Deep search could spend up to 4 units (Brave 1, Gemini 3; deep_max_units 4)."
     assert spend in r["warning"]
     assert WARNING in r["warning"]  # the DuckDuckGo leg's results are in the list
 
@@ -148,17 +147,20 @@ def test_a_smaller_budget_leaves_out_a_leg_that_could_bill_more(env: Env, fake: 
 
 
 def test_the_default_budget_is_the_sum_of_the_api_legs_worst_cases(env: Env) -> None:
-    """RULINGS 7: by default a deep call may ask every API; a raised worst case raises it.
-    Gemini 3, Brave 1, Tavily's basic search 1, and 1 for each API beyond them (a request or a
-    credit a call)."""
-    rest = len(OTHERS) - 1  # beyond Gemini, Brave and Tavily
-    assert env.settings().deep_max_units == 3 + 1 + 1 + rest
+    """RULINGS 7: by default a deep call may ask every leg of the chain; a raised worst case
+    raises it. Without provider_order the chain is Gemini (3) and Brave (1); with one, its APIs
+    (Tavily's basic search 1, advanced 2)."""
+    assert env.settings().deep_max_units == 3 + 1
     env.write_config({"providers": {"gemini": {"max_units_per_call": 5}}})
-    assert env.settings().deep_max_units == 5 + 1 + 1 + rest
+    assert env.settings().deep_max_units == 5 + 1
     env.write_config({"gemini_model": "gemini-2.5-flash"})  # billed per prompt: 1 each
-    assert env.settings().deep_max_units == 3 + rest
-    env.write_config({"providers": {"tavily": {"mode": "advanced"}}})  # 2 credits a search
-    assert env.settings().deep_max_units == 3 + 1 + 2 + rest
+    assert env.settings().deep_max_units == 1 + 1
+    env.write_config({"providers": {"tavily": {"mode": "advanced"}}})  # not in the chain
+    assert env.settings().deep_max_units == 3 + 1
+    env.write_config(
+        {"provider_order": ["brave", "tavily"], "providers": {"tavily": {"mode": "advanced"}}}
+    )
+    assert env.settings().deep_max_units == 1 + 2
     env.write_config({"deep_max_units": 3})
     assert env.settings().deep_max_units == 3
 
@@ -172,7 +174,6 @@ def test_deep_max_units_zero_is_web_only(env: Env, fake: FakeServer) -> None:
     assert [(a["provider"], a["outcome"], a["units"]) for a in r["attempts"]] == [
         ("brave", "skipped", 0),
         ("gemini", "skipped", 0),
-        *[(name, "skipped", 0) for name in OTHERS],
         ("web_fetch", "success", 0),
     ]
     assert (r["provider_used"], r["web_fetch_engine"], r["quota_source"]) == (
@@ -241,7 +242,7 @@ def test_every_leg_failing_fails_the_call(env: Env, fake: FakeServer) -> None:
     r = deep(env)
     assert r["error_code"] == "all_exhausted" and r["results"] is None
     assert [a["outcome"] for a in r["attempts"]] == [
-        "failed", "failed", *["skipped" for _ in OTHERS], "failed"]  # fmt: skip
+        "failed", "failed", "failed"]  # fmt: skip
 
 
 def test_only_gemini_answering_gives_its_citations_as_the_list(env: Env, fake: FakeServer) -> None:
@@ -287,7 +288,6 @@ def test_general_agent_deep_uses_google(env: Env, fake: FakeServer) -> None:
     assert [(a["provider"], a["engine"]) for a in r["attempts"]] == [
         ("brave", None),
         ("gemini", None),
-        *[(name, None) for name in OTHERS],
         ("web_fetch", "google"),
     ]
     assert fake.requests_to(GOOGLE_PATH) and not fake.requests_to(DDG_PATH)

@@ -14,7 +14,6 @@ import pytest
 
 from smart_search import errors
 from smart_search.host.config import Settings, load_settings
-from smart_search.sources import registry
 from smart_search.sources.filters import unsupported_warning
 from smart_search.sources.http import HttpResponse
 from smart_search.sources.providers import exa
@@ -312,16 +311,25 @@ def test_forced_exa_answers_and_status_shows_its_windows(tmp_path: Path, fake: F
         assert KEY not in seen.target
 
 
-def test_a_scheduled_agents_plan_walks_to_exa(tmp_path: Path, fake: FakeServer) -> None:
+def test_a_scheduled_agents_plan_walks_to_exa_when_provider_order_names_it(
+    tmp_path: Path, fake: FakeServer
+) -> None:
     env = Env(tmp_path)
-    _install(env, fake, agent_allocations={"cron": {"exa": 2}})
     fake.route(PATH, Reply(200, body=fixture_bytes("exa-ok.json")))
+    fake.route("/html/", Reply(404, b"no"))
+    # Without provider_order the plan is the spec's pair, then the web: it is never asked.
+    _install(env, fake, agent_allocations={"cron": {"exa": 2}})
+    found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
+    assert "exa" not in [a["provider"] for a in found["attempts"]]
+    assert not fake.requests_to(PATH)
+    # Named in the chain, it is walked after the routed provider and the rest of the chain.
+    _install(env, fake, agent_allocations={"cron": {"exa": 2}},
+             provider_order=["gemini", "exa"])  # fmt: skip
     found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
     assert found["error"] is None, found
     assert (found["provider_used"], found["quota_source"]) == ("exa", "agent_allocation")
-    # No other key: every API before it in the plan is skipped, then Exa answers.
-    walked = ["brave", "gemini", *[n for n in registry.api_names() if n not in ("brave", "gemini")]]
-    assert [a["provider"] for a in found["attempts"]] == walked[: walked.index("exa") + 1]
+    # No other key: Brave (routed) and Gemini are skipped, then it answers.
+    assert [a["provider"] for a in found["attempts"]] == ["brave", "gemini", "exa"]
     assert found["queries_remaining"] == 1
     assert env.call("search_quota_status")["agents"]["cron"]["exa"] == {
         "allocated": 2, "used": 1, "remaining": 1}  # fmt: skip

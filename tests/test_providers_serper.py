@@ -13,7 +13,6 @@ import pytest
 
 from smart_search import errors
 from smart_search.host.config import Settings, load_settings
-from smart_search.sources import registry
 from smart_search.sources.filters import unsupported_warning
 from smart_search.sources.http import HttpResponse
 from smart_search.sources.providers import serper
@@ -312,16 +311,25 @@ def test_forced_serper_answers_and_status_shows_its_windows(
         assert KEY not in seen.target
 
 
-def test_a_scheduled_agents_plan_walks_to_serper(tmp_path: Path, fake: FakeServer) -> None:
+def test_a_scheduled_agents_plan_walks_to_serper_when_provider_order_names_it(
+    tmp_path: Path, fake: FakeServer
+) -> None:
     env = Env(tmp_path)
-    _install(env, fake, agent_allocations={"cron": {"serper": 2}})
     fake.route(PATH, Reply(200, body=fixture_bytes("serper-ok.json")))
+    fake.route("/html/", Reply(404, b"no"))
+    # Without provider_order the plan is the spec's pair, then the web: it is never asked.
+    _install(env, fake, agent_allocations={"cron": {"serper": 2}})
+    found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
+    assert "serper" not in [a["provider"] for a in found["attempts"]]
+    assert not fake.requests_to(PATH)
+    # Named in the chain, it is walked after the routed provider and the rest of the chain.
+    _install(env, fake, agent_allocations={"cron": {"serper": 2}},
+             provider_order=["gemini", "serper"])  # fmt: skip
     found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
     assert found["error"] is None, found
     assert (found["provider_used"], found["quota_source"]) == ("serper", "agent_allocation")
-    # No other key: every API before it in the registry's order is skipped, then Serper answers.
-    walked = ["brave", "gemini", *[n for n in registry.api_names() if n not in ("brave", "gemini")]]
-    assert [a["provider"] for a in found["attempts"]] == walked[: walked.index("serper") + 1]
+    # No other key: Brave (routed) and Gemini are skipped, then it answers.
+    assert [a["provider"] for a in found["attempts"]] == ["brave", "gemini", "serper"]
     assert found["queries_remaining"] == 1
     assert env.call("search_quota_status")["agents"]["cron"]["serper"] == {
         "allocated": 2, "used": 1, "remaining": 1}  # fmt: skip
@@ -345,8 +353,8 @@ def test_spent_credits_fall_through_and_mark_serper_exhausted(
 
 
 def test_deep_mode_asks_exa_and_serper_as_legs_and_merges_them(tmp_path: Path) -> None:
-    """Issue 20, point 6: with their keys, both new APIs are deep legs like Gemini's and Brave's;
-    each bills its one unit and both lists are merged."""
+    """Issue 20, point 6: named in provider_order and with their keys, both new APIs are deep
+    legs like Gemini's and Brave's; each bills its one unit and both lists are merged."""
     env = Env(tmp_path)
     with FakeServer() as exa_fake, FakeServer() as serper_fake:
         exa_fake.route(PATH, Reply(200, body=fixture_bytes("exa-ok.json")))
@@ -354,6 +362,7 @@ def test_deep_mode_asks_exa_and_serper_as_legs_and_merges_them(tmp_path: Path) -
         serper_fake.route("/html/", Reply(404, b"no"))
         env.write_config({"endpoints": {"exa": exa_fake.url, "serper": serper_fake.url,
                                         "duckduckgo": serper_fake.url},
+                          "provider_order": ["brave", "exa", "serper"],
                           "web_fetch_min_interval_ms": 0})  # fmt: skip
         env.environ |= {"EXA_API_KEY": "SENTINEL-EXA-KEY-0002", "SERPER_API_KEY": KEY}
         r = env.call("smart_search", {"query": "james webb launch", "agent_id": "desk",

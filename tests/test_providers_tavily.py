@@ -353,9 +353,15 @@ def test_forced_tavily_answers_through_the_cli(tmp_path, fake) -> None:
 
 def test_a_scheduled_agent_walks_to_tavily_and_status_shows_its_windows(tmp_path, fake) -> None:
     env = Env(tmp_path)
-    configure(env, fake, agent_allocations={"cron": {"tavily": 2}})
     fake.route(PATH, api("tavily-ok.json"))
     fake.route("/html/", Reply(404, b"no"))
+    # Without provider_order the plan is the spec's pair, then the web: Tavily is never asked.
+    configure(env, fake, agent_allocations={"cron": {"tavily": 2}})
+    found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
+    assert "tavily" not in [a["provider"] for a in found["attempts"]]
+    assert not fake.requests_to(PATH)
+    configure(env, fake, agent_allocations={"cron": {"tavily": 2}},
+              provider_order=["gemini", "tavily"])  # fmt: skip
     found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
     assert found["error"] is None, found
     assert (found["provider_used"], found["quota_source"]) == ("tavily", "agent_allocation")

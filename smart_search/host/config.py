@@ -92,7 +92,7 @@ class Settings(NamedTuple):
 
     gemini_model: str
     default_provider: str
-    provider_order: tuple[str, ...] | None  # None: every API provider, in the registry's order
+    provider_order: tuple[str, ...] | None  # None: the default chain (registry.default_chain)
     strict_agents: bool
     retry_max_attempts: int
     retry_base_delay: int
@@ -209,8 +209,9 @@ def _build(
         else:
             values[key.name] = _CHECKS[key.kind](section.get(key.name, key.default), key.name, key)
     values["state_dir"] = _state_dir(env, values["state_dir"])
-    if "deep_max_units" not in section:  # RULINGS 7: by default a deep call may ask every API
-        values["deep_max_units"] = sum(values["max_units_per_call"].values())
+    if "deep_max_units" not in section:  # RULINGS 7: by default a deep call may ask every leg
+        chain = values["provider_order"] or registry.default_chain()
+        values["deep_max_units"] = sum(values["max_units_per_call"][p] for p in chain)
     sources = api_key_sources(env, root, skill_env)
     values["api_keys"] = {
         provider: _api_key(name, sources, env)

@@ -51,8 +51,11 @@ def worst_case(source: Source, unit: str, mode: str | None) -> int:
     return 3 if unit == "search_query" else 1
 
 
-# Unset, deep_max_units is the sum of the API legs' worst cases (RULINGS 7).
-DEFAULT_DEEP_MAX_UNITS = sum(worst_case(s, s.units[0], DEFAULT_MODES[s.name]) for s in _APIS)
+# Unset, deep_max_units is the sum of the API legs' worst cases (RULINGS 7): the chain's APIs
+# (`provider_order`, else the default chain).
+DEFAULT_DEEP_MAX_UNITS = sum(
+    worst_case(s, s.units[0], DEFAULT_MODES[s.name]) for s in _APIS if s.default_chain
+)
 # No count or limit anywhere (config or ledger) may exceed this: 1e30 is a typo, not a budget.
 MAX_COUNT = 10**9
 # The predecessor skill's allocation for an agent that is not in config.
@@ -100,8 +103,9 @@ KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey(
         "provider_order", "providers_chain", None,
-        "the API providers to try, in order, after the routed one (unset: every API provider in "
-        "the registry's order); a provider left out is never asked unless it is the routed one",
+        "the API providers to try, in order, after the routed one (unset: the default chain, "
+        + " and ".join(f"`{n}`" for n in registry.default_chain())
+        + "); a provider left out is never asked unless it is the routed one",
         shown="unset",
     ),
     ConfigKey(
@@ -133,7 +137,8 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey(
         "deep_max_units", "whole", DEFAULT_DEEP_MAX_UNITS,
         "most units one deep call may bill (0: web only)", 0, 1000,
-        shown="the sum of every API provider's max_units_per_call",
+        shown="the sum of max_units_per_call over the chain's APIs (provider_order, else the "
+        f"default chain: {DEFAULT_DEEP_MAX_UNITS})",
     ),
     ConfigKey(
         "finance_keywords", "keywords", DEFAULT_FINANCE_KEYWORDS,

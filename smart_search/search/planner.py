@@ -19,7 +19,7 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from smart_search.host.config import GENERAL_AGENT, PROVIDERS, Settings, engines
+from smart_search.host.config import GENERAL_AGENT, Settings, engines
 from smart_search.sources import registry
 
 
@@ -91,8 +91,8 @@ def route(query: str, settings: Settings) -> str:
 
 def other_providers(routed: str, order: tuple[str, ...] | None = None) -> list[str]:
     """The API providers to try after the routed one: `provider_order` when it is set (issue 20),
-    else every API provider in the sources' order (spec: "the opposite")."""
-    return [p for p in (PROVIDERS if order is None else order) if p != routed]
+    else the default chain in the sources' order (the spec's pair: "the opposite")."""
+    return [p for p in (registry.default_chain() if order is None else order) if p != routed]
 
 
 def routed_provider(query: str, settings: Settings, force_provider: str | None) -> str:

@@ -59,6 +59,12 @@ def api_names() -> tuple[str, ...]:
 
 
 @cache
+def default_chain() -> tuple[str, ...]:
+    """The APIs a call walks when `provider_order` is unset, in the sources' order."""
+    return tuple(s.name for s in sources("api") if s.default_chain)
+
+
+@cache
 def web_names() -> tuple[str, ...]:
     return tuple(s.name for s in sources("web"))
 

@@ -30,6 +30,10 @@ _DEFAULTS: dict[str, Any] = {
     "described": "",  # how a sentence names what it does; default: the label
     "answers_with_text": False,  # an answer text (with citations) rather than a result list
     "default_route": False,  # where a query no keyword matches goes (`default_provider`)
+    # In the chain of APIs a call walks when `provider_order` is unset: the spec's pair. Any other
+    # API is asked only when forced, or named in `provider_order` (issue 20: without it,
+    # behaviour is exactly what it was before more APIs were registered).
+    "default_chain": False,
     "default_allocation": 0,  # an unconfigured agent's allocation of it
     "fit_query": None,  # Callable[[str], (query, warning)]: the query as this API takes it
     # An engine the operator runs (`endpoint=None`): active only when `endpoints.<name>` is
@@ -63,6 +67,7 @@ class Source:
     described: str
     answers_with_text: bool
     default_route: bool
+    default_chain: bool
     default_allocation: int
     fit_query: Callable[[str], tuple[str, str | None]] | None
     self_hosted: bool

@@ -90,6 +90,7 @@ SOURCE = Source(
     route_keywords="brave_keywords",
     described="the Brave Search API",
     default_route=True,  # spec 8: default_provider "brave"
+    default_chain=True,  # spec 4: one of the two APIs every strategy walks
     fit_query=fit_query,
 )
 

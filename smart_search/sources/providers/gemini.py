@@ -65,6 +65,7 @@ SOURCE = Source(
     described="Gemini grounded search",
     answers_with_text=True,
     default_allocation=5,
+    default_chain=True,  # spec 4: one of the two APIs every strategy walks
 )
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
