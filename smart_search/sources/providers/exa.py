@@ -20,7 +20,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from smart_search import errors
-from smart_search.sources.providers.parsing import Answer, json_object, shape_error, status_error
+from smart_search.sources.providers import parsing
+from smart_search.sources.providers.parsing import Answer, json_object, status_error
 from smart_search.sources.source import Source
 
 if TYPE_CHECKING:
@@ -87,12 +88,7 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
         raise classify_error(resp)
     data = json_object(SOURCE.label, resp)
     raw_results = data.get("results")
-    if not isinstance(raw_results, list):
-        raise shape_error(SOURCE.label, resp)
-    results = [r for r in (_result(item) for item in raw_results) if r is not None]
-    if not results:
-        raise errors.NoResults(EMPTY, http_status=resp.status)
-    return Answer(results=results)
+    return parsing.results_answer(SOURCE.label, resp, raw_results, _result, EMPTY)
 
 
 def classify_error(resp: HttpResponse) -> errors.SearchError:

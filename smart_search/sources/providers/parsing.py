@@ -4,6 +4,7 @@ modules import this, never their package, so the package (`call_provider`) can i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
@@ -34,6 +35,23 @@ def json_object(label: str, response: HttpResponse) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise shape_error(label, response)
     return data
+
+
+def results_answer(
+    label: str,
+    response: HttpResponse,
+    items: object,
+    read: Callable[[object], dict[str, str] | None],
+    empty: str,
+) -> Answer:
+    """A provider's list of results as an `Answer`: each item `read` into `{title, url,
+    snippet}` (None: dropped); not a list is `parse_error`, no usable item `no_results`."""
+    if not isinstance(items, list):
+        raise shape_error(label, response)
+    results = [r for r in map(read, items) if r is not None]
+    if not results:
+        raise errors.NoResults(empty, http_status=response.status)
+    return Answer(results=results)
 
 
 def shape_error(label: str, response: HttpResponse) -> errors.ParseError:

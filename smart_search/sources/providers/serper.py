@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from smart_search import errors
+from smart_search.sources.providers import parsing
 from smart_search.sources.providers.parsing import Answer, json_object, shape_error, status_error
 from smart_search.sources.source import Source
 
@@ -93,12 +94,7 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
         if isinstance(data.get("searchParameters"), dict):
             raise errors.NoResults(EMPTY, http_status=resp.status)
         raise shape_error(SOURCE.label, resp)
-    if not isinstance(organic, list):
-        raise shape_error(SOURCE.label, resp)
-    results = [r for r in (_result(item) for item in organic) if r is not None]
-    if not results:
-        raise errors.NoResults(EMPTY, http_status=resp.status)
-    return Answer(results=results)
+    return parsing.results_answer(SOURCE.label, resp, organic, _result, EMPTY)
 
 
 def classify_error(resp: HttpResponse) -> errors.SearchError:
