@@ -104,6 +104,13 @@ def smart_search(
     return result
 
 
+def _pace(settings: Settings, engine: str, until: float, store: Any, clock: Any) -> float:
+    """Wait for `engine`'s slot (budget/pacing.py, loaded only when a web tier runs)."""
+    from smart_search.budget.pacing import wait_for_slot
+
+    return wait_for_slot(settings, engine, until, store=store, clock=clock)
+
+
 def _start_run(
     args: dict[str, Any],
     settings: Settings,
@@ -116,8 +123,6 @@ def _start_run(
     """The walk's `tiers.Run`: the shared store opened, the queries fitted, the filters read,
     the cache flight opened (first mode only); every part of it reads time from `clock`."""
     from smart_search.budget.breaker import Breaker
-    from smart_search.budget.pacing import wait_for_slot
-    from smart_search.search import cache
     from smart_search.search.tiers import RealBackends, Run, fit_api_queries
     from smart_search.sources.filters import normalise
     from smart_search.store import open_store
@@ -128,13 +133,13 @@ def _start_run(
     filters = normalise(args)
     # Deep mode asks every leg afresh (its merged answer is not one tier's); first mode looks up
     # each tier's key, the filters part of it.
-    flight = (
-        None
-        if args.get("mode") == "deep"
-        else cache.open_flight(
+    flight = None
+    if args.get("mode") != "deep" and settings.cache.get("enabled"):
+        from smart_search.search import cache  # not loaded at all with the cache off
+
+        flight = cache.open_flight(
             settings, store, query, ledger.today, fresh=bool(args.get("fresh")), clock=clock
         )
-    )
     return Run(
         agent_id=agent_id,
         query=query,
@@ -143,7 +148,7 @@ def _start_run(
         backends=backends or RealBackends(),
         deadline=started + settings.total_timeout_ms / 1000.0,
         breaker=Breaker(settings, clock=clock, store=store),
-        pace=lambda s, engine, until: wait_for_slot(s, engine, until, store=store, clock=clock),
+        pace=lambda s, engine, until: _pace(s, engine, until, store, clock),
         api_query=api_query,
         api_warnings=api_warnings,
         cache=flight,
@@ -206,7 +211,7 @@ def _answer_result(
     from smart_search.text import output
 
     found, unsupported = outcome.results, None
-    if not deep:
+    if not deep and run.filters:  # no filters: nothing to cut, nothing to warn about
         from smart_search.search.filter_notes import first_mode
 
         source = outcome.engine or outcome.provider_used or routed
