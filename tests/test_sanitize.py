@@ -576,3 +576,17 @@ def test_a_url_with_an_unsafe_character_is_encoded_past_the_ascii_fast_path(url:
 def test_a_printable_ascii_url_passes_the_fast_path_unchanged() -> None:
     url = "https://example.com/path?q=a+b&x=%20#frag"
     assert _sanitize.safe_url(url) == url
+
+
+@pytest.mark.parametrize(
+    "index", [i for i, also in enumerate(_sanitize._PHRASE_RULES_ALSO) if also]
+)
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_every_string_a_rule_can_match_contains_one_of_its_second_gate_literals(
+    index: int, data: st.DataObject
+) -> None:
+    also = _sanitize._PHRASE_RULES_ALSO[index]
+    pattern = _superset_regex(_sanitize._PHRASE_RULES[index][1])
+    text = data.draw(st.from_regex(pattern, fullmatch=True))
+    assert any(literal in text for literal in also), (index, text)

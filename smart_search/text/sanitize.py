@@ -287,7 +287,31 @@ _PHRASE_GATES = (
     ("instruc", "consignes", "regle", "regla", "istruzioni", "regole", "indicaciones"),
     ("anweisungen", "instruktionen", "regeln", "befehle", "anordnungen"),
 )
+# A second gate where the first fires on ordinary text (" now", " mode", ":"): every match of the
+# phrase template at the same index also holds one of these (empty: no second gate). A rule is
+# compiled only when both hold; tests/test_sanitize.py checks these too.
+_PHRASE_ALSO = (
+    ("you",),
+    ("you",),
+    ("act", "behave", "respond", "reply", "answer", "operate", "function", "role", "pretend",
+     "simulate", "impersonate"),
+    ("pretend",),
+    ("from",),
+    ("enter", "enable", "activate", "switch", "turn", "unlock", "engage"),
+    ("enabled", "activated", " on", "unlocked", "engaged"),
+    ("anything",),
+    (),
+    ("reveal", "print", "output", "repeat", "show", "display", "leak", "dump", "disclose",
+     "expose", "tell", "give", "share", "write", "recite", "spell", "paste"),
+    (":",),
+    ("your",),
+    (":",),
+    ("tell", "inform", "alert", "notify", "mention"),
+    (),
+    (),
+)  # fmt: skip
 assert len(_VERB_GATES) == len(_VERB_TEMPLATES) and len(_PHRASE_GATES) == len(_PHRASE_TEMPLATES)
+assert len(_PHRASE_ALSO) == len(_PHRASE_TEMPLATES)
 
 # (gate literals, pattern). Matched case-sensitively on the lower-cased shadow (twice as fast as
 # IGNORECASE). Phrases led by an override verb need no left word edge: no English word ends in
@@ -302,6 +326,12 @@ _PHRASE_RULES: tuple[tuple[tuple[str, ...], str], ...] = (
     ),
     (("##",), _TEMPLATE_HEADER),
 )
+# The second gate of each rule of _PHRASE_RULES, by index (the verb rules and the header: none).
+_PHRASE_RULES_ALSO: tuple[tuple[str, ...], ...] = (
+    *(() for _ in _VERB_TEMPLATES),
+    *_PHRASE_ALSO,
+    (),
+)
 
 
 @cache
@@ -313,7 +343,10 @@ def _phrase_matches(words: str) -> Iterable[re.Match[str]]:
     """Every injection-phrase match in `words`, rule by rule; rules whose gate literals are
     absent cannot match and are never compiled."""
     for index, (gate, _pattern) in enumerate(_PHRASE_RULES):
-        if any(literal in words for literal in gate):
+        also = _PHRASE_RULES_ALSO[index]
+        if any(literal in words for literal in gate) and (
+            not also or any(literal in words for literal in also)
+        ):
             yield from _phrase_pattern(index).finditer(words)
 
 
