@@ -27,6 +27,8 @@ COUNTS_DOC = "fetch_counts"
 PACING_DOC = "fetch_pacing"
 # Hosts whose slot lies this far in the past are dropped from the pacing document.
 _FORGET_S = 3600.0
+# A host's slot further ahead than this was stamped by a clock that has since moved back.
+_CLOCK_BACK_S = 86400.0
 
 
 def fetch_limit_message(agent_id: str, allocation: int) -> str:
@@ -85,33 +87,15 @@ def wait_for_host(
     sleep: Callable[[float], None] = time.sleep,
 ) -> float:
     """Block until `host` may be requested; returns the seconds waited."""
-    key = host.lower()
+    from smart_search.budget.pacing import claim_slot
 
-    def claim(doc: dict[str, Any] | None) -> tuple[dict[str, Any] | None, float | None]:
-        now = clock()
-        doc = {
-            name: slot
-            for name, slot in (doc or {}).items()
-            if isinstance(slot, int | float) and not isinstance(slot, bool)
-            and slot > now - _FORGET_S
-        }  # fmt: skip
-        last = float(doc.get(key, 0.0))
-        if last > now + 86400.0:
-            last = now  # stamped by a clock that has since moved back
-        slot = max(now, last + interval_s) if key in doc else now
-        if monotonic() + (slot - now) > deadline:
-            return None, None
-        # The next caller may start `interval_s` after this slot.
-        doc[key] = slot
-        return doc, slot
-
-    slot = store.update(PACING_DOC, claim, durable=False)
-    if slot is None:
+    waited = claim_slot(
+        store, PACING_DOC, host.lower(), interval_s, deadline, _CLOCK_BACK_S,
+        forget_s=_FORGET_S, clock=clock, monotonic=monotonic, sleep=sleep,
+    )  # fmt: skip
+    if waited is None:
         raise Timeout(f"Pacing for {host}: the next request slot lies past the deadline.")
-    wait = slot - clock()
-    if wait > 0:
-        sleep(wait)
-    return max(wait, 0.0)
+    return waited
 
 
 def hold_host(

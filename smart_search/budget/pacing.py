@@ -45,29 +45,63 @@ def wait_for_slot(
 
         store = open_store(settings)
 
-    def claim(doc: dict[str, Any] | None) -> tuple[dict[str, Any] | None, float | None]:
-        doc = doc or {}
-        now = clock()
-        stamp = doc.get(engine, 0.0)
-        last = (
-            float(stamp) if isinstance(stamp, int | float) and not isinstance(stamp, bool) else 0.0
-        )
-        # Callers never claim a slot past their deadline, so one further ahead than that was
-        # stamped by a clock that has since moved back: it must not stall the engine forever.
-        if last > now + horizon:
-            last = now
-        slot = max(now, last + interval)
-        wait = slot - now
-        if monotonic() + wait > deadline:
-            return None, None
-        doc[engine] = slot
-        return doc, slot
-
-    slot = store.update(PACING_DOC, claim)
-    if slot is None:
+    waited = claim_slot(
+        store, PACING_DOC, engine, interval, deadline, horizon,
+        clock=clock, monotonic=monotonic, sleep=sleep,
+    )  # fmt: skip
+    if waited is None:
         raise Timeout(
             f"{registry.label(engine)} pacing: the next request slot lies past the deadline."
         )
+    return waited
+
+
+def claim_slot(
+    store: Store,
+    document: str,
+    key: str,
+    interval_s: float,
+    deadline: float,
+    horizon_s: float,
+    *,
+    forget_s: float | None = None,
+    clock: Callable[[], float] = time.time,
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = cancel.sleep,
+) -> float | None:
+    """Claim `key`'s next start time in `document` (`interval_s` after the last one) in one
+    atomic update, then sleep until it; returns the seconds waited, or None (nothing claimed)
+    when that slot lies past `deadline` (monotonic). A stamp more than `horizon_s` ahead was
+    made by a clock that has since moved back and is ignored; with `forget_s`, stamps that far
+    in the past are dropped from the document. The engines' pacing and smart_fetch's per-host
+    pacing both claim here."""
+
+    def claim(doc: dict[str, Any] | None) -> tuple[dict[str, Any] | None, float | None]:
+        now = clock()
+        doc = {
+            name: stamp
+            for name, stamp in (doc or {}).items()
+            if forget_s is None
+            or (isinstance(stamp, int | float) and not isinstance(stamp, bool)
+                and stamp > now - forget_s)
+        }  # fmt: skip
+        stamp = doc.get(key, 0.0)
+        last = (
+            float(stamp) if isinstance(stamp, int | float) and not isinstance(stamp, bool) else 0.0
+        )
+        # Callers never claim a slot past their deadline, so one further ahead than the horizon
+        # was stamped by a clock that has since moved back: it must not stall the key forever.
+        if last > now + horizon_s:
+            last = now
+        slot = max(now, last + interval_s)
+        if monotonic() + (slot - now) > deadline:
+            return None, None
+        doc[key] = slot
+        return doc, slot
+
+    slot = store.update(document, claim)
+    if slot is None:
+        return None
     wait = slot - clock()
     if wait > 0:
         sleep(wait)
