@@ -98,9 +98,7 @@ class _InvisibleTable(dict[int, Any]):
 _TABLES = {False: _InvisibleTable(False), True: _InvisibleTable(True)}
 # Terminal escape sequences (CSI "ESC[31m", OSC "ESC]...BEL"): removed whole, not just the ESC,
 # so "ESC[31mignore ..." does not leave "[31m" glued to the next word.
-_ANSI = re.compile(
-    r"\x1b\[[0-?]*+[ -/]*+[@-~]|\x1b\][^\x07\x1b]*+(?:\x07|\x1b\\)?|\x9b[0-?]*+[ -/]*+[@-~]"
-)
+_ANSI = r"\x1b\[[0-?]*+[ -/]*+[@-~]|\x1b\][^\x07\x1b]*+(?:\x07|\x1b\\)?|\x9b[0-?]*+[ -/]*+[@-~]"
 
 # ---------------------------------------------------------------------------------------------
 # Step 2: the folded shadow used for matching.
@@ -292,7 +290,7 @@ _PHRASE_GATES = (
 # compiled only when both hold; tests/test_sanitize.py checks these too.
 _PHRASE_ALSO = (
     ("you",),
-    ("you",),
+    (" no ",),  # "you are no longer ...": " longer" and "you" are both everyday words
     ("act", "behave", "respond", "reply", "answer", "operate", "function", "role", "pretend",
      "simulate", "impersonate"),
     ("pretend",),
@@ -386,10 +384,11 @@ def _tokens() -> re.Pattern[str]:
 # ---------------------------------------------------------------------------------------------
 # Step 4: whitespace and markers.
 
-_SPACES = re.compile(r" {2,}")
-_AROUND_NEWLINE = re.compile(r" *\n *")
-_BLANK_LINES = re.compile(r"\n{3,}")
-_MARKERS = re.compile(re.escape(MARKER) + r"(?:\s*" + re.escape(MARKER) + ")+")
+# Patterns compiled by `re` on first use: each runs only behind its gate (most texts need none).
+_SPACES = r" {2,}"
+_AROUND_NEWLINE = r" *\n *"
+_BLANK_LINES = r"\n{3,}"
+_MARKERS = re.escape(MARKER) + r"(?:\s*" + re.escape(MARKER) + ")+"
 
 
 def sanitize_text(text: str, *, keep_newlines: bool = False) -> str:
@@ -401,7 +400,7 @@ def sanitize_text(text: str, *, keep_newlines: bool = False) -> str:
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
     if "\x1b" in text or "\x9b" in text:
-        text = _ANSI.sub("", text)
+        text = re.sub(_ANSI, "", text)
     text = _tidy(text.translate(_TABLES[keep_newlines]), keep_newlines)
     for _ in range(_MAX_PASSES):
         spans = _find(text)
@@ -480,11 +479,11 @@ def _percent_encode(match: re.Match[str]) -> str:
 
 def _tidy(text: str, keep_newlines: bool) -> str:
     if "  " in text:
-        text = _SPACES.sub(" ", text)
+        text = re.sub(_SPACES, " ", text)
     if keep_newlines and "\n" in text:
-        text = _BLANK_LINES.sub("\n\n", _AROUND_NEWLINE.sub("\n", text))
+        text = re.sub(_BLANK_LINES, "\n\n", re.sub(_AROUND_NEWLINE, "\n", text))
     if MARKER in text:
-        text = _MARKERS.sub(MARKER, text)
+        text = re.sub(_MARKERS, MARKER, text)
     return text.strip()
 
 
