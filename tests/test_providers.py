@@ -432,6 +432,36 @@ def test_brave_results_are_plain_text(tmp_path: Path, fake: FakeServer) -> None:
     assert "<strong>" not in flat and "&#x27;" not in flat
 
 
+_REF_PIECES = st.sampled_from(
+    ["&amp;", "&lt;", "&gt;", "&quot;", "&#x27;", "&#39;", "&AMP;", "&amp", "&eacute;", "&#233;",
+     "&#x110000;", "&#0;", "&nbsp;", "&", ";", "#", "a", " ", "\u00e9"]
+)  # fmt: skip
+
+
+@given(st.lists(_REF_PIECES, max_size=12).map("".join))
+def test_brave_unescape_equals_the_standard_library(text: str) -> None:
+    """The fast path for the common references decodes exactly as html.unescape does, and
+    anything else is left to html.unescape."""
+    import html
+
+    assert brave.unescape(text) == html.unescape(text)
+
+
+def test_brave_unescape_leaves_the_entity_table_unloaded_for_common_references() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from smart_search.sources.providers import brave\n"
+        "assert brave.unescape('a &amp; b &#x27;c&#x27; &lt;d&gt;') == \"a & b 'c' <d>\"\n"
+        "assert 'html.entities' not in sys.modules\n"
+        "assert brave.unescape('caf&eacute;') == 'caf\u00e9'\n"
+        "assert 'html.entities' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_brave_long_query_is_cut_once_and_the_caller_warned(
     tmp_path: Path, fake: FakeServer
 ) -> None:

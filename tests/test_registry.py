@@ -94,6 +94,27 @@ def test_the_registry_holds_every_source_once_in_declared_order() -> None:
         assert source.daily_limit > 0 and source.monthly_limit >= source.daily_limit
 
 
+def test_an_api_declaration_derives_its_key_variable_and_message_unless_it_says_otherwise() -> None:
+    from smart_search.sources.source import Source
+
+    acme = Source(name="acme", label="Acme", kind="api", order=9, endpoint="https://acme.test")
+    assert acme.key_variable == "ACME_API_KEY"
+    assert acme.not_configured == (
+        "Acme is not configured. Add ACME_API_KEY to openclaw.json to enable it."
+    )
+    assert (acme.units, acme.reset_timezone) == (("request",), "UTC")
+    own = Source(name="acme", label="Acme", kind="api", order=9, endpoint=None,
+                 key_variable="ACME_TOKEN", not_configured="No Acme.")  # fmt: skip
+    assert (own.key_variable, own.not_configured) == ("ACME_TOKEN", "No Acme.")
+    web = Source(name="acme", label="Acme", kind="web", order=9, endpoint=None)
+    assert (web.key_variable, web.not_configured) == (None, None)
+    # The spec's own messages stay as the spec writes them (RULINGS 1).
+    assert registry.source("gemini").not_configured == (
+        "GEMINI_API_KEY is not configured in openclaw.json."
+    )
+    assert registry.source("brave").not_configured.startswith("Brave Search is not configured.")
+
+
 def _package_copy_with(tmp_path: Path, module_name: str, text: str) -> Path:
     root = tmp_path / "copy"
     shutil.copytree(REPO / "smart_search", root / "smart_search",

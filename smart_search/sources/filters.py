@@ -47,6 +47,11 @@ def valid_count(value: Any) -> int | None:
     return value if 1 <= value <= MAX_COUNT else None
 
 
+def is_code(value: object) -> bool:
+    """A two-letter ASCII code (ISO 3166 country, ISO 639-1 language), in either case."""
+    return isinstance(value, str) and len(value) == 2 and value.isascii() and value.isalpha()
+
+
 def utc_now(now: datetime | None) -> datetime:
     """`now` in UTC (a naive value is taken as UTC); the current time when None."""
     if now is None:

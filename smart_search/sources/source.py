@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 # equality agree on what a Source is.
 _REQUIRED = ("name", "label", "kind", "order", "endpoint")
 _DEFAULTS: dict[str, Any] = {
-    "key_variable": None,  # the API key's variable (environment, env.vars)
-    "not_configured": None,  # the message when that key is missing
+    "key_variable": None,  # the API key's variable (environment, env.vars); an API's default
+    # is <NAME>_API_KEY
+    "not_configured": None,  # the message when that key is missing; an API's default names it
     "units": ("request",),  # the units it may bill in; the first is the default
     "daily_limit": 0,  # its free allowance: the default windows, on its own clock
     "monthly_limit": 0,
@@ -79,6 +80,12 @@ class Source:
         unknown = [f for f in fields if f not in _REQUIRED and f not in _DEFAULTS]
         if missing or unknown:
             raise TypeError(f"Source: missing {missing}, unknown {unknown}")
+        if fields["kind"] == "api":
+            key = fields.setdefault("key_variable", f"{fields['name'].upper()}_API_KEY")
+            fields.setdefault(
+                "not_configured",
+                f"{fields['label']} is not configured. Add {key} to openclaw.json to enable it.",
+            )
         for field in self.__slots__:
             object.__setattr__(self, field, fields.get(field, _DEFAULTS.get(field)))
 

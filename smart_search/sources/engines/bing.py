@@ -224,7 +224,13 @@ def filter_params(
     holds ten organic results and no parameter asks for more, so a count above ten is reported
     as unsupported (the caller cuts a longer list to count).
     """
-    from smart_search.sources.filters import FRESHNESS_DAYS, normalise, utc_now, valid_count
+    from smart_search.sources.filters import (
+        FRESHNESS_DAYS,
+        is_code,
+        normalise,
+        utc_now,
+        valid_count,
+    )
 
     params: dict[str, str] = {}
     unsupported: list[str] = []
@@ -238,16 +244,12 @@ def filter_params(
         elif name == "freshness" and value == "year":
             last = utc_now(now).toordinal() - _EPOCH_ORDINAL
             params["filters"] = f'ex1:"ez5_{last - FRESHNESS_DAYS["year"]}_{last}"'
-        elif name == "country" and _is_code(value):
+        elif name == "country" and is_code(value):
             params["cc"] = value
-        elif name == "language" and _is_code(value):
+        elif name == "language" and is_code(value):
             if value == "zh":
                 value = "zh-hant" if wanted.get("country") in ("TW", "HK") else "zh-hans"
             params["setlang"] = value
         else:
             unsupported.append(name)
     return params, unsupported
-
-
-def _is_code(value: object) -> bool:
-    return isinstance(value, str) and len(value) == 2 and value.isascii() and value.isalpha()

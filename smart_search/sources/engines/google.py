@@ -345,7 +345,7 @@ def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, str], list[
     results a page, so a count above RESULTS_PER_PAGE is reported as unsupported (the caller
     cuts a longer list to count).
     """
-    from smart_search.sources.filters import normalise, valid_count
+    from smart_search.sources.filters import is_code, normalise, valid_count
 
     params: dict[str, str] = {}
     unsupported: list[str] = []
@@ -357,9 +357,9 @@ def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, str], list[
                 unsupported.append(name)
         elif name == "freshness" and str(value) in _TBS:
             params["tbs"] = _TBS[value]
-        elif name == "country" and _is_code(value):
+        elif name == "country" and is_code(value):
             params["gl"] = value.lower()
-        elif name == "language" and _is_code(value):
+        elif name == "language" and is_code(value):
             code = _google_language(value, wanted.get("country"))
             params["hl"] = code
             params["lr"] = f"lang_{code}"
@@ -374,7 +374,3 @@ def _google_language(language: str, country: object) -> str:
     if language == "zh":
         return "zh-TW" if country in ("TW", "HK") else "zh-CN"
     return {"he": "iw", "nb": "no"}.get(language, language)
-
-
-def _is_code(value: object) -> bool:
-    return isinstance(value, str) and len(value) == 2 and value.isascii() and value.isalpha()

@@ -122,7 +122,7 @@ def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, str], list[
     language is unsupported: SearXNG has no region of its own. `count` needs no parameter: the
     caller cuts the list (a page holds what the instance's engines return).
     """
-    from smart_search.sources.filters import normalise, valid_count
+    from smart_search.sources.filters import is_code, normalise, valid_count
 
     wanted = normalise(filters)
     params: dict[str, str] = {}
@@ -137,14 +137,10 @@ def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, str], list[
             unsupported.append("freshness")
     language, country = wanted.get("language"), wanted.get("country")
     if language is not None:
-        if _is_code(language):
-            params["language"] = f"{language}-{country}" if _is_code(country) else language
+        if is_code(language):
+            params["language"] = f"{language}-{country}" if is_code(country) else language
         else:
             unsupported.append("language")
-    if country is not None and not (_is_code(country) and "language" in params):
+    if country is not None and not (is_code(country) and "language" in params):
         unsupported.append("country")
     return params, unsupported
-
-
-def _is_code(value: object) -> bool:
-    return isinstance(value, str) and len(value) == 2 and value.isascii() and value.isalpha()

@@ -38,22 +38,12 @@ SNIPPET_CHARS = 500
 _SPACE = r"\s+"  # a pattern, compiled by `re` on first use
 
 SOURCE = Source(
-    name=NAME,
-    label="Exa",
-    kind="api",
-    order=4,
-    endpoint="https://api.exa.ai",
-    key_variable="EXA_API_KEY",
-    not_configured="Exa is not configured. Add EXA_API_KEY to openclaw.json to enable it.",
-    units=("request",),
+    name=NAME, label="Exa", kind="api", order=4, endpoint="https://api.exa.ai",
     # The Free Tier's $10 of credits a month at $7 per 1,000 search requests (Exa's pricing
     # page, read 2026-12) buys 1,428 requests; a day's share of them is 46. Exa has no daily
     # allowance: the day window only spreads the month.
-    daily_limit=46,
-    monthly_limit=1428,
-    reset_timezone="UTC",
-    described="the Exa search API",
-)
+    daily_limit=46, monthly_limit=1428, described="the Exa search API",
+)  # fmt: skip
 
 
 def build_request(
@@ -61,25 +51,15 @@ def build_request(
 ) -> HttpRequest:
     """POST the query as JSON with the key in its header. `filters` (see `filter_params`) add
     Exa's own body keys; None changes nothing."""
-    # The tier walk checked the key once, before reserving a unit (tiers._api_tier).
-    from smart_search.sources.http import HttpRequest
-
-    secret = settings.api_keys[NAME]
-    assert secret is not None
     body: dict[str, Any] = {
         "query": query,
         "type": "auto",
         "numResults": DEFAULT_RESULTS,
-        "contents": {"highlights": True},
+        "contents": {"highlights": True},  # the query-relevant excerpts: the snippets
     }
-    if filters:
-        body.update(filter_params(filters)[0])
-    return HttpRequest(
-        "POST",
-        settings.endpoints[NAME] + PATH,
-        headers={"x-api-key": secret.reveal(), "Accept": "application/json"},
-        json=body,
-    )
+    headers = parsing.key_headers(settings, NAME, "x-api-key")
+    own = filter_params(filters)[0] if filters else None
+    return parsing.json_post(settings, NAME, PATH, body, headers, own)
 
 
 def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
@@ -107,11 +87,9 @@ def classify_error(resp: HttpResponse) -> errors.SearchError:
     return status_error(SOURCE.label, resp)
 
 
-def _result(item: object) -> dict[str, str] | None:
-    if not isinstance(item, dict):
-        return None
-    url = item.get("url")
-    if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+def _result(item: Any) -> dict[str, str] | None:
+    url = parsing.item_url(item)
+    if url is None:
         return None
     title = item.get("title")
     return {
@@ -165,7 +143,13 @@ def filter_params(
     `startPublishedDate` (a day, 7, 30 or 365 days before `now`), country → `userLocation`
     (a two-letter ISO code). Exa has no language filter: language is reported as unsupported.
     """
-    from smart_search.sources.filters import FRESHNESS_DAYS, normalise, utc_now, valid_count
+    from smart_search.sources.filters import (
+        FRESHNESS_DAYS,
+        is_code,
+        normalise,
+        utc_now,
+        valid_count,
+    )
 
     wanted = normalise(filters)
     body: dict[str, Any] = {}
@@ -176,12 +160,8 @@ def filter_params(
         elif name == "freshness" and str(value) in FRESHNESS_DAYS:
             start = utc_now(now).replace(microsecond=0) - timedelta(days=FRESHNESS_DAYS[value])
             body["startPublishedDate"] = start.strftime("%Y-%m-%dT%H:%M:%S.000Z")
-        elif name == "country" and _is_code(value):
+        elif name == "country" and is_code(value):
             body["userLocation"] = value
         else:
             unsupported.append(name)
     return body, unsupported
-
-
-def _is_code(value: object) -> bool:
-    return isinstance(value, str) and len(value) == 2 and value.isascii() and value.isalpha()

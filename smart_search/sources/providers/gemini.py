@@ -46,27 +46,17 @@ def default_unit(section: dict[str, Any]) -> str:
 
 
 SOURCE = Source(
-    name=NAME,
-    label="Gemini",
-    kind="api",
-    order=1,
+    name=NAME, label="Gemini", kind="api", order=1,
     endpoint="https://generativelanguage.googleapis.com",
-    key_variable="GEMINI_API_KEY",
     not_configured="GEMINI_API_KEY is not configured in openclaw.json.",
-    units=("search_query", "request"),
+    units=("search_query", "request"), default_unit=default_unit,
     # Grounding with Google Search (Gemini API pricing page, read 2026-11): 5,000 search queries
     # a month free with Gemini 3; daily counters reset at midnight Pacific.
-    daily_limit=1500,
-    monthly_limit=5000,
-    reset_timezone="America/Los_Angeles",
-    default_unit=default_unit,
-    request_settings=("gemini_model",),
-    route_keywords="finance_keywords",
-    described="Gemini grounded search",
-    answers_with_text=True,
-    default_allocation=5,
+    daily_limit=1500, monthly_limit=5000, reset_timezone="America/Los_Angeles",
+    request_settings=("gemini_model",), route_keywords="finance_keywords",
+    described="Gemini grounded search", answers_with_text=True, default_allocation=5,
     default_chain=True,  # spec 4: one of the two APIs every strategy walks
-)
+)  # fmt: skip
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
@@ -286,7 +276,7 @@ def filter_params(
     and in that language (and the answer in that language), which the model follows as best
     it can. count does not apply to an answer: it is reported as unsupported.
     """
-    from smart_search.sources.filters import FRESHNESS_DAYS, normalise, utc_now
+    from smart_search.sources.filters import FRESHNESS_DAYS, is_code, normalise, utc_now
 
     wanted = normalise(filters)
     body: dict[str, Any] = {}
@@ -301,11 +291,11 @@ def filter_params(
                 "startTime": _rfc3339(start),
                 "endTime": _rfc3339(end),
             }
-        elif name == "country" and isinstance(value, str) and _is_code(value, 2):
+        elif name == "country" and is_code(value):
             instructions.append(
                 f"Prefer web sources from the country with ISO 3166-1 code {value}."
             )
-        elif name == "language" and isinstance(value, str) and _is_code(value, 2):
+        elif name == "language" and is_code(value):
             instructions.append(
                 f"Prefer web sources written in the language with ISO 639-1 code {value}, "
                 "and write the answer in that language."
@@ -317,10 +307,6 @@ def filter_params(
     if instructions:
         body["system_instruction"] = {"parts": [{"text": " ".join(instructions)}]}
     return body, unsupported
-
-
-def _is_code(value: str, length: int) -> bool:
-    return len(value) == length and value.isascii() and value.isalpha()
 
 
 def _rfc3339(moment: datetime) -> str:

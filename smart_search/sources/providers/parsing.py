@@ -12,7 +12,8 @@ import orjson
 from smart_search import errors
 
 if TYPE_CHECKING:
-    from smart_search.sources.http import HttpResponse
+    from smart_search.host.config import Settings
+    from smart_search.sources.http import HttpRequest, HttpResponse
 
 
 class Answer(NamedTuple):
@@ -21,6 +22,63 @@ class Answer(NamedTuple):
     results: str | list[dict[str, str]]
     citations: list[dict[str, str]] = []  # never mutated
     complete: bool = True  # False: cut short (Gemini's MAX_TOKENS): usable, never cached
+
+
+def fit_words(
+    query: str, label: str, max_chars: int, max_words: int | None = None
+) -> tuple[str, str | None]:
+    """`query` cut at a word boundary to the `max_chars` characters (and `max_words` words) the
+    provider `label` names accepts, and a warning saying so; None when it fits as it is."""
+    words = query.split()
+    most_words = max_words or len(words)
+    if len(query) <= max_chars and len(words) <= most_words:
+        return query, None
+    if not words:
+        return "", None
+    kept: list[str] = []
+    length = 0
+    for word in words[:most_words]:
+        extra = len(word) + (1 if kept else 0)
+        if length + extra > max_chars:
+            break
+        kept.append(word)
+        length += extra
+    fitted = " ".join(kept) if kept else words[0][:max_chars]
+    if fitted == " ".join(words):
+        # Only runs of whitespace were over the limit: nothing the user wrote was dropped.
+        return fitted, None
+    limits = f"{max_chars} characters" + (f" and {max_words} words" if max_words else "")
+    warning = (
+        f"Query shortened to {len(fitted.split())} words ({len(fitted)} characters) for {label}, "
+        f"which accepts at most {limits}."
+    )
+    return fitted, warning
+
+
+def key_headers(settings: Settings, name: str, header: str, prefix: str = "") -> dict[str, str]:
+    """The headers of a JSON request to provider `name`: its key in `header` (after `prefix`),
+    never in the URL or the body."""
+    # The tier walk checked the key once, before reserving a unit (tiers._api_tier).
+    secret = settings.api_keys[name]
+    assert secret is not None
+    return {header: prefix + secret.reveal(), "Accept": "application/json"}
+
+
+def json_post(
+    settings: Settings,
+    name: str,
+    path: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    own_filters: dict[str, Any] | None,
+) -> HttpRequest:
+    """POST `body` as JSON to provider `name`'s endpoint + `path`, with the body keys its
+    `filter_params` made of the call's filters (`own_filters`; None or {}: none)."""
+    from smart_search.sources.http import HttpRequest
+
+    if own_filters:
+        body.update(own_filters)
+    return HttpRequest("POST", settings.endpoints[name] + path, headers=headers, json=body)
 
 
 def json_object(label: str, response: HttpResponse) -> dict[str, Any]:
@@ -35,6 +93,15 @@ def json_object(label: str, response: HttpResponse) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise shape_error(label, response)
     return data
+
+
+def item_url(item: object, key: str = "url") -> str | None:
+    """The http(s) URL under `key` of one result item (a JSON object); None for anything else,
+    so the item is dropped."""
+    if not isinstance(item, dict):
+        return None
+    url = item.get(key)
+    return url if isinstance(url, str) and url.startswith(("https://", "http://")) else None
 
 
 def results_answer(

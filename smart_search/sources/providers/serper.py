@@ -43,22 +43,13 @@ _SPACE = r"\s+"
 _FRESHNESS = {"day": "qdr:d", "week": "qdr:w", "month": "qdr:m", "year": "qdr:y"}
 
 SOURCE = Source(
-    name=NAME,
-    label="Serper",
-    kind="api",
-    order=5,
-    endpoint="https://google.serper.dev",
-    key_variable="SERPER_API_KEY",
-    not_configured="Serper is not configured. Add SERPER_API_KEY to openclaw.json to enable it.",
+    name=NAME, label="Serper", kind="api", order=5, endpoint="https://google.serper.dev",
     units=("credit",),
     # A new account's 2,500 free credits, once, no card (Serper's pricing page, read 2026-12);
     # there is no daily or monthly allowance. The month window is that grant, the day window
     # a thirtieth of it, so a default install never spends past the grant in one month.
-    daily_limit=83,
-    monthly_limit=2500,
-    reset_timezone="UTC",
-    described="the Serper Google Search API",
-)
+    daily_limit=83, monthly_limit=2500, described="the Serper Google Search API",
+)  # fmt: skip
 
 
 def build_request(
@@ -66,20 +57,10 @@ def build_request(
 ) -> HttpRequest:
     """POST the query as JSON with the key in its header. `filters` (see `filter_params`) add
     Serper's own body keys; None changes nothing."""
-    # The tier walk checked the key once, before reserving a unit (tiers._api_tier).
-    from smart_search.sources.http import HttpRequest
-
-    secret = settings.api_keys[NAME]
-    assert secret is not None
     body: dict[str, Any] = {"q": query, "num": DEFAULT_RESULTS}
-    if filters:
-        body.update(filter_params(filters)[0])
-    return HttpRequest(
-        "POST",
-        settings.endpoints[NAME] + PATH,
-        headers={"X-API-KEY": secret.reveal(), "Accept": "application/json"},
-        json=body,
-    )
+    headers = parsing.key_headers(settings, NAME, "X-API-KEY")
+    own = filter_params(filters)[0] if filters else None
+    return parsing.json_post(settings, NAME, PATH, body, headers, own)
 
 
 def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
@@ -124,11 +105,9 @@ def _says_no_credits(body: bytes) -> bool:
     return isinstance(text, str) and re.search(_NO_CREDITS, text) is not None
 
 
-def _result(item: object) -> dict[str, str] | None:
-    if not isinstance(item, dict):
-        return None
-    url = item.get("link")
-    if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+def _result(item: Any) -> dict[str, str] | None:
+    url = parsing.item_url(item, "link")
+    if url is None:
         return None
     return {"title": _text(item.get("title")), "url": url, "snippet": _text(item.get("snippet"))}
 
@@ -168,7 +147,7 @@ def filter_params(filters: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     count → `num` (1-10: a bigger page costs more credits), freshness → `tbs` qdr:d/w/m/y,
     country → `gl` (ISO 3166-1 alpha-2, lower case), language → `hl` (ISO 639-1).
     """
-    from smart_search.sources.filters import normalise, valid_count
+    from smart_search.sources.filters import is_code, normalise, valid_count
 
     wanted = normalise(filters)
     body: dict[str, Any] = {}
@@ -178,14 +157,10 @@ def filter_params(filters: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             body["num"] = value
         elif name == "freshness" and str(value) in _FRESHNESS:
             body["tbs"] = _FRESHNESS[value]
-        elif name == "country" and _is_code(value):
+        elif name == "country" and is_code(value):
             body["gl"] = value.lower()
-        elif name == "language" and _is_code(value):
+        elif name == "language" and is_code(value):
             body["hl"] = value
         else:
             unsupported.append(name)
     return body, unsupported
-
-
-def _is_code(value: object) -> bool:
-    return isinstance(value, str) and len(value) == 2 and value.isascii() and value.isalpha()

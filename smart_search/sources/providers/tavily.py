@@ -50,56 +50,17 @@ def units_per_call(mode: str | None) -> int:
 def fit_query(query: str) -> tuple[str, str | None]:
     """`query` cut to Tavily's 400 characters at a word boundary, and a warning saying so
     (None when it fits as it is)."""
-    if len(query) <= MAX_QUERY_CHARS:
-        return query, None
-    words = query.split()
-    if not words:
-        return "", None
-    kept: list[str] = []
-    length = 0
-    for word in words:
-        extra = len(word) + (1 if kept else 0)
-        if length + extra > MAX_QUERY_CHARS:
-            break
-        kept.append(word)
-        length += extra
-    fitted = " ".join(kept) if kept else words[0][:MAX_QUERY_CHARS]
-    if fitted == " ".join(words):
-        return fitted, None  # only runs of whitespace were over the limit
-    warning = (
-        f"Query shortened to {len(fitted.split())} words ({len(fitted)} characters) for Tavily, "
-        f"which accepts at most {MAX_QUERY_CHARS} characters."
-    )
-    return fitted, warning
+    return parsing.fit_words(query, "Tavily", MAX_QUERY_CHARS)
 
 
 SOURCE = Source(
-    name=NAME,
-    label="Tavily",
-    kind="api",
-    order=3,
-    endpoint="https://api.tavily.com",
-    key_variable="TAVILY_API_KEY",
-    not_configured="Tavily is not configured. Add TAVILY_API_KEY to openclaw.json to enable it.",
-    units=("credit",),
+    name=NAME, label="Tavily", kind="api", order=3, endpoint="https://api.tavily.com",
+    units=("credit",), modes=tuple(MODE_CREDITS), units_per_call=units_per_call,
     # 1,000 free API credits a month (the credits page, read 2026-12). No daily allowance: the
     # daily window is a day's even share of the month, so the month's credits last the month.
-    daily_limit=33,
-    monthly_limit=1000,
-    reset_timezone="UTC",
-    request_settings=("modes",),
-    described="the Tavily Search API",
-    fit_query=fit_query,
-    modes=tuple(MODE_CREDITS),
-    units_per_call=units_per_call,
-)
-
-
-def _headers(settings: Settings) -> dict[str, str]:
-    # The tier walk checked the key once, before reserving a unit (tiers._api_tier).
-    secret = settings.api_keys[NAME]
-    assert secret is not None
-    return {"Authorization": f"Bearer {secret.reveal()}", "Accept": "application/json"}
+    daily_limit=33, monthly_limit=1000,
+    request_settings=("modes",), fit_query=fit_query, described="the Tavily Search API",
+)  # fmt: skip
 
 
 def build_request(
@@ -107,19 +68,15 @@ def build_request(
 ) -> HttpRequest:
     """POST the query (already fitted by `fit_query`) in the configured mode; the key goes in
     the Authorization header only. `filters` (see `filter_params`) add Tavily's own fields."""
-    from smart_search.sources.http import HttpRequest
-
-    body: dict[str, Any] = {
+    body = {
         "query": query,
         "search_depth": _mode(settings),
         "max_results": DEFAULT_COUNT,
         "include_usage": True,
     }
-    if filters:
-        body.update(filter_params(filters)[0])
-    return HttpRequest(
-        "POST", settings.endpoints[NAME] + PATH, headers=_headers(settings), json=body
-    )
+    headers = parsing.key_headers(settings, NAME, "Authorization", "Bearer ")
+    own = filter_params(filters)[0] if filters else None
+    return parsing.json_post(settings, NAME, PATH, body, headers, own)
 
 
 def _mode(settings: Settings) -> str:
@@ -137,11 +94,9 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
     return parsing.results_answer(SOURCE.label, resp, raw_results, _result, EMPTY)
 
 
-def _result(item: object) -> dict[str, str] | None:
-    if not isinstance(item, dict):
-        return None
-    url = item.get("url")
-    if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+def _result(item: Any) -> dict[str, str] | None:
+    url = parsing.item_url(item)
+    if url is None:
         return None
     title, content = item.get("title"), item.get("content")
     return {
