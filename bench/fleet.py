@@ -149,7 +149,7 @@ def fake_windows(provider: str, now: float) -> tuple[str, str]:
 
 
 class FleetProviders:
-    """Gemini, Brave and DuckDuckGo as the `Backends` seam sees them, billing as the real ones
+    """Gemini, Brave and DuckDuckGo as the `RealBackends` seam sees them, billing as the real ones
     do, each on its own clock. Draws are fixed by (seed, slot, host, agent, attempt)."""
 
     def __init__(self, clock: SimClock, books: Books, limits: dict[str, tuple[int, int]],

@@ -108,12 +108,18 @@ class AuthFailed(SearchError):
     error_code = "auth_failed"
 
 
-class RateLimited(SearchError):
+class Transient(SearchError):
+    """A failure that heals after a wait, and says the service is sick: retried, and counted by
+    the breaker. Never raised itself: the classes below name what happened."""
+
+    retryable = True
+    counts_for_breaker = True
+
+
+class RateLimited(Transient):
     """A short-window rate limit (429 per second/minute): heals after a wait."""
 
     error_code = "rate_limited"
-    retryable = True
-    counts_for_breaker = True
 
 
 class QuotaExhausted(SearchError):
@@ -122,36 +128,28 @@ class QuotaExhausted(SearchError):
     error_code = "quota_exhausted"
 
 
-class ProviderOverloaded(SearchError):
+class ProviderOverloaded(Transient):
     """503 UNAVAILABLE / overloaded: heals after a wait."""
 
     error_code = "provider_overloaded"
-    retryable = True
-    counts_for_breaker = True
 
 
-class ServerError(SearchError):
+class ServerError(Transient):
     """Any other 5xx."""
 
     error_code = "server_error"
-    retryable = True
-    counts_for_breaker = True
 
 
-class Timeout(SearchError):
+class Timeout(Transient):
     """The attempt or the whole call ran out of time."""
 
     error_code = "timeout"
-    retryable = True
-    counts_for_breaker = True
 
 
-class TransportFailure(SearchError):
+class TransportFailure(Transient):
     """Connection refused or reset, DNS failure, a truncated body."""
 
     error_code = "transport_failure"
-    retryable = True
-    counts_for_breaker = True
 
 
 class NoResults(SearchError):

@@ -1,5 +1,5 @@
 """The tier walk (tiers.py): each strategy's rows and the spec's six worked examples, with the
-providers faked at the tiers.Backends seam; everything else real: ledger, breaker, pacing,
+providers faked at the tiers.RealBackends seam; everything else real: ledger, breaker, pacing,
 cache, logs."""
 
 from __future__ import annotations

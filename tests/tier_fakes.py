@@ -1,4 +1,4 @@
-"""Fakes at the `tiers.Backends` seam: scripted providers and engines, nothing on the network.
+"""Fakes at the `tiers.RealBackends` seam: scripted providers and engines, nothing on the network.
 
 Shared by the tier-walk and tools tests; everything else they use is real (ledger, breaker,
 pacing, cache, logs).

@@ -77,22 +77,16 @@ def usage(used: int, allocation: int) -> dict[str, int | None]:
 
 
 def wait_for_host(
-    store: Store,
-    host: str,
-    interval_s: float,
-    deadline: float,
-    *,
-    clock: Callable[[], float] = time.time,
-    monotonic: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
+    store: Store, host: str, interval_s: float, deadline: float, clock: Callable[[], float]
 ) -> float:
-    """Block until `host` may be requested; returns the seconds waited."""
+    """Block until `host` may be requested (a stop request ends the wait: `sources/cancel`);
+    returns the seconds waited."""
     from smart_search.budget.pacing import claim_slot
 
+    key = host.lower()
     waited = claim_slot(
-        store, PACING_DOC, host.lower(), interval_s, deadline, _CLOCK_BACK_S,
-        forget_s=_FORGET_S, clock=clock, monotonic=monotonic, sleep=sleep,
-    )  # fmt: skip
+        store, PACING_DOC, key, interval_s, deadline, _CLOCK_BACK_S, forget_s=_FORGET_S, clock=clock
+    )
     if waited is None:
         raise Timeout(f"Pacing for {host}: the next request slot lies past the deadline.")
     return waited

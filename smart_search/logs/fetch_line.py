@@ -1,5 +1,5 @@
 """The fetch log line (issue 21): built here and nowhere else, to `schemas/fetch-log.json`, and
-appended to `logs/fetch-YYYY-MM-DD.jsonl` (`logs.append_fetch_log`: one write, scrubbed, never
+appended to `logs/fetch-YYYY-MM-DD.jsonl` (`logs.append_log`: one write, scrubbed, never
 raises). A sibling file of the search log rather than a second shape inside it: the search log's
 readers (the report) keep reading one shape, and the report reads this file on its own."""
 
@@ -48,9 +48,9 @@ def build_fetch_line(
 
 
 def log_fetch(settings: Settings, day: str, line: dict[str, Any]) -> None:
-    from smart_search.logs.files import append_fetch_log
+    from smart_search.logs.files import append_log, fetch_log_name
     from smart_search.text.scrub import settings_secrets
 
-    append_fetch_log(
-        settings.state_dir, day, line, settings.log_retention_days, settings_secrets(settings)
-    )
+    secrets = settings_secrets(settings)
+    name = fetch_log_name(day)
+    append_log(settings.state_dir, name, day, line, settings.log_retention_days, secrets)

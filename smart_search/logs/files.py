@@ -55,21 +55,10 @@ def append_search_log(
 ) -> None:
     """Append `record` (scrubbed of `secrets`); never raises (a broken log must not break the
     search)."""
-    _append_log(state_dir, search_log_name(day), day, record, retention_days, secrets)
+    append_log(state_dir, search_log_name(day), day, record, retention_days, secrets)
 
 
-def append_fetch_log(
-    state_dir: str,
-    day: str,
-    record: dict[str, Any],
-    retention_days: int,
-    secrets: tuple[str, ...] = (),
-) -> None:
-    """Append one smart_fetch line (logs/fetch_line.py builds it); never raises."""
-    _append_log(state_dir, fetch_log_name(day), day, record, retention_days, secrets)
-
-
-def _append_log(
+def append_log(
     state_dir: str,
     name: str,
     day: str,
@@ -77,6 +66,8 @@ def _append_log(
     retention_days: int,
     secrets: tuple[str, ...],
 ) -> None:
+    """Append `record` (scrubbed of `secrets`) as one line of the log file `name` (the search
+    log or the fetch log of `day`), then prune files past `retention_days`; never raises."""
     try:
         if secrets:
             from smart_search.text.scrub import scrub

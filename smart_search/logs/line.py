@@ -1,14 +1,13 @@
 """The search log line (RULINGS 6): built here and nowhere else, to `schemas/search-log.json`.
 
-`log_search` shapes one smart_search result into the line and appends it (`logs.append_search_log`:
-one write, scrubbed, never raises). The schema is the line's one definition: the version written
-here is its `log_version`, and the report (`report/aggregate.py`) reads the versions it accepts
-and may read only the fields it declares (a test holds it to that).
+`build_line` shapes one smart_search result into the line; `log_search` appends it
+(`logs.append_log`: one write, scrubbed, never raises). The schema is the line's one
+definition: the version written here is its `log_version`, and the report (`report/aggregate.py`)
+reads the versions it accepts and may read only the fields it declares (a test holds it to that).
 """
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from smart_search.contract import load_schema
@@ -64,38 +63,10 @@ def build_line(
     }
 
 
-def log_search(
-    settings: Settings,
-    day: str,
-    result: dict[str, Any],
-    *,
-    agent_id: str,
-    query: str,
-    force: str | None,
-    mode: str,
-    started: float,
-    units_saved: int = 0,
-    now: float | None = None,
-) -> None:
-    """Append the line of one finished call (`started`: its time.monotonic() start; `now`: the
-    run's clock, Unix time, for the timestamp) to the log of the ledger's `day`."""
+def log_search(settings: Settings, day: str, line: dict[str, Any]) -> None:
+    """Append one finished call's `line` (`build_line`) to the log of the ledger's `day`."""
     from smart_search.logs.files import append_search_log
     from smart_search.text.scrub import settings_secrets
 
-    line = build_line(
-        result,
-        agent_id=agent_id,
-        query=query,
-        force=force,
-        mode=mode,
-        latency_ms=round((time.monotonic() - started) * 1000, 1),
-        units_saved=units_saved,
-        now=now,
-    )
-    append_search_log(
-        settings.state_dir,
-        day,
-        line,
-        settings.log_retention_days,
-        secrets=settings_secrets(settings),
-    )
+    secrets = settings_secrets(settings)
+    append_search_log(settings.state_dir, day, line, settings.log_retention_days, secrets)

@@ -65,7 +65,7 @@ class _Call:
                 self.store, self.day, self.agent_id, self.config["daily_allocation"]
             )
         interval = self.config["min_interval_ms"] / 1000.0
-        fetches.wait_for_host(self.store, host, interval, self.deadline, clock=self.clock)
+        fetches.wait_for_host(self.store, host, interval, self.deadline, self.clock)
 
 
 def smart_fetch(

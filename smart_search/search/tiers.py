@@ -1,7 +1,7 @@
 """Walks a plan's tiers under one deadline: breaker, pacing, quota, the call itself.
 
 `run_tiers(tiers, run)` tries each tier in order until one answers. `run` is one frozen `Run`:
-who asks what, with which settings, ledger, breaker, pacing and network (`Backends`), by when.
+who asks what, with which settings, ledger, breaker, pacing and network (`RealBackends`), by when.
 Every tier ends as one `Attempt` record (the `attempt` schema); the walk never raises except for
 state trouble (`StateError`: spending blind is never safe).
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from smart_search.budget import quota
 from smart_search.errors import (
@@ -57,37 +57,10 @@ if TYPE_CHECKING:
 
 
 
-class Backends(Protocol):
-    """The network seam: the real one is `RealBackends`; tests swap in fakes here."""
-
-    def call_api(
-        self,
-        provider: str,
-        query: str,
-        settings: Settings,
-        deadline: float,
-        may_retry: Callable[[int], bool],
-        *,
-        filters: dict[str, Any] | None = None,
-    ) -> ProviderCall: ...
-
-    def fetch_engine(
-        self,
-        engine: str,
-        query: str,
-        settings: Settings,
-        deadline: float,
-        before_send: Callable[[], object],
-        *,
-        filters: dict[str, Any] | None = None,
-    ) -> EngineCall:
-        """Fetch and parse one engine page; call `before_send` (the pacing wait) last thing
-        before the request leaves."""
-        ...
-
-
 class RealBackends:
-    """The network: imported only when a tier actually runs (httpx and lxml cost to import)."""
+    """The network seam: these two methods are all a run asks of its `backends`, so tests pass
+    fakes of the same shape. The network code is imported only when a tier actually runs
+    (httpx and lxml cost to import)."""
 
     def call_api(
         self,
@@ -115,6 +88,8 @@ class RealBackends:
         *,
         filters: dict[str, Any] | None = None,
     ) -> EngineCall:
+        """Fetch and parse one engine page; call `before_send` (the pacing wait) last thing
+        before the request leaves."""
         from smart_search.sources.engines.fetch import fetch_engine
 
         return fetch_engine(engine, query, settings, deadline, before_send, filters=filters)
@@ -127,7 +102,7 @@ class Run(NamedTuple):
     query: str  # whitespace folded
     settings: Settings
     ledger: Ledger
-    backends: Backends
+    backends: RealBackends  # or a fake of its shape
     deadline: float  # time.monotonic() by which the call must end
     breaker: Breaker
     pace: Callable[..., object]  # pacing.wait_for_slot(settings, engine, deadline)

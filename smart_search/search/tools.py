@@ -73,7 +73,7 @@ def smart_search(
 ) -> dict[str, Any]:
     """One search. `backends`: the network (tests swap in fakes); `clock`: Unix time for the
     whole run (the ledger's windows, the breaker, pacing slots and cache ages), injectable."""
-    from smart_search.logs.line import log_search
+    from smart_search.logs.line import build_line, log_search
     from smart_search.search import planner
 
     started = time.monotonic()
@@ -98,9 +98,10 @@ def smart_search(
     else:
         result = _outcome_result(run, routed, deep, outcome, answer, snapshot)
         saved = run.cache.units_saved if result["cached"] else 0
-    log_search(settings, run.ledger.today, result, agent_id=agent_id, query=query, force=force,
-               mode="deep" if deep else "first", started=started, units_saved=saved,
-               now=clock())  # fmt: skip
+    latency_ms = round((time.monotonic() - started) * 1000, 1)
+    line = build_line(result, agent_id=agent_id, query=query, force=force, latency_ms=latency_ms,
+                      mode="deep" if deep else "first", units_saved=saved, now=clock())  # fmt: skip
+    log_search(settings, run.ledger.today, line)
     return result
 
 
