@@ -165,6 +165,21 @@ def shared_redis(tmp_path_factory: pytest.TempPathFactory) -> Any:
     server.stop()
 
 
+def lock_is_free(path: str | Path) -> bool:
+    """Whether another open file could take the state lock at `path` right now (a plain
+    flock probe that lets it go at once)."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
 def charge(ledger: Any, agent: str, provider: str, units: int = 1) -> Any:
     """One call that billed `units`: its worst case held, then settled to them. Returns the hold."""
     hold, _ = ledger.reserve(agent, provider)

@@ -279,9 +279,9 @@ def test_node_file_from_an_earlier_day_starts_fresh(env: Env) -> None:
 
 
 LOCK_HOLDER = """
-import sys, time, filelock
-lock = filelock.FileLock(sys.argv[1])
-lock.acquire()
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)  # the lock protocol: a plain exclusive flock on the lock file
 print("held", flush=True)
 time.sleep(float(sys.argv[2]))
 """
@@ -341,6 +341,36 @@ def test_only_the_ledger_pays_for_fsync(env: Env, monkeypatch: pytest.MonkeyPatc
         doc.update(lambda d: ({"n": 1}, None))
         assert len(synced) == expected, advisory
         assert json.loads((env.state_dir / "x.json").read_text()) == {"n": 1}
+
+
+@pytest.mark.files_only
+def test_the_file_is_synced_under_the_lock_and_the_rename_after_it_before_update_returns(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temp file's fsync must precede the rename (under the lock); the directory's fsync,
+    which makes the rename durable, runs once the lock is let go (a holder asleep in fsync keeps
+    every waiter waiting) but before update returns, so no caller acts on an unsynced change."""
+    import stat as stat_module
+
+    from smart_search.store.statefile import StateFile
+    from tests.conftest import lock_is_free
+
+    def lock_is_held() -> bool:
+        return not lock_is_free(env.state_dir / "x.json.lock")
+
+    events: list[tuple[str, bool]] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        kind = "dir" if stat_module.S_ISDIR(os.fstat(fd).st_mode) else "file"
+        events.append((kind, lock_is_held()))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    doc = StateFile(str(env.state_dir), "x.json", 1000)
+    doc.update(lambda d: ({"n": 1}, None))
+    events.append(("returned", lock_is_held()))
+    assert events == [("file", True), ("dir", False), ("returned", False)]
 
 
 @pytest.mark.files_only

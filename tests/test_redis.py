@@ -126,7 +126,7 @@ import os, sys
 from smart_search.shell.runner import handle
 out = handle(b'{"tool": "search_quota_status"}', os.environ)
 assert out["error"] is None, out
-print(" ".join(m for m in ("redis", "filelock") if m in sys.modules))
+print(" ".join(m for m in ("redis", "smart_search.store.lock") if m in sys.modules))
 """
 
 

@@ -2,7 +2,8 @@
 
 Every cross-process structure (the quota ledger, the circuit breaker, web_fetch pacing) is a small
 JSON document in the state directory, changed only by `StateFile.update` under a file lock
-(filelock) and written atomically: temp file, fsync, rename, fsync of the directory. A reader
+(`lock.py`) and written atomically: temp file, fsync, rename, then (the lock already released,
+before `update` returns) fsync of the directory. A reader
 without the lock therefore always sees a whole document, old or new, never a torn one. Advisory
 documents (breaker, pacing) skip the two fsyncs: they may be lost in an OS crash without harm, and
 the fsyncs, a variable few milliseconds inside the lock, would delay every search that paces or
@@ -31,11 +32,6 @@ import orjson
 from smart_search.errors import LOCKED, LockTimeout, StateCorrupt, StateUnsafe, StateUnwritable
 
 T = TypeVar("T")
-
-# filelock polls with a non-blocking flock. Its 50 ms default starves waiters in a cron burst
-# (a waiter sleeps through most releases). 1 ms gave the lowest worst-case wait for 64 processes
-# on 2 cores (README, Performance); the fsyncs inside the lock, not the polling, dominate it.
-LOCK_POLL_INTERVAL_S = 0.001
 
 Document = dict[str, Any]
 
@@ -99,27 +95,31 @@ class StateFile:
         """
         from time import perf_counter
 
-        import filelock
+        from smart_search.store import lock
 
         ensure_state_dir(self.state_dir)
         check_lock_file(self.lock_path)
-        # 0600 whatever the umask (filelock's default follows the umask: 0666 under umask 000).
-        lock = filelock.FileLock(self.lock_path, timeout=self.lock_timeout_s, mode=0o600)
         started = perf_counter()
         try:
-            lock.acquire(poll_interval=LOCK_POLL_INTERVAL_S)
-        except filelock.Timeout:
+            fd = lock.acquire(self.lock_path, self.lock_timeout_s)
+        except TimeoutError:
             raise LockTimeout(LOCKED) from None
         except OSError as exc:
+            if exc.errno == errno.ELOOP:  # a link put there since the check above
+                raise StateUnsafe(_lock_link(self.lock_path)) from None
             raise write_failure(self.lock_path, exc, "Lock file") from None
         self.last_lock_wait_s = perf_counter() - started
+        flush = False
         try:
             new_doc, result = change(self.read())
             if new_doc is not None:
-                self._write(new_doc, flush=durable and not self.advisory)
-            return result
+                flush = durable and not self.advisory
+                self._write(new_doc, flush)
         finally:
-            lock.release()
+            lock.release(fd)
+        if flush:
+            self._flush_rename()
+        return result
 
     def _parse(self, raw: bytes) -> Document | None:
         try:
@@ -160,14 +160,23 @@ class StateFile:
             except OSError:
                 pass
             raise write_failure(self.path, exc, "State file") from None
-        if not flush:
-            return
-        # Make the rename itself durable: losing it after a crash would forget spent units.
-        dir_fd = os.open(self.state_dir, os.O_RDONLY | _CLOEXEC)
+
+    def _flush_rename(self) -> None:
+        """Make the rename durable: losing it in an OS crash would forget spent units. Done
+        after the lock is released (a holder that sleeps in fsync keeps every waiter waiting)
+        and before `update` returns, so nothing acts on a change that is not yet on disk; a
+        later writer read this document, so its own flush keeps this change too."""
         try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+            dir_fd = os.open(self.state_dir, os.O_RDONLY | _CLOEXEC)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        except OSError as exc:
+            raise StateUnwritable(
+                f"State directory {self.state_dir} cannot be synced ({_reason(exc)}). The change "
+                "was written but may not survive a crash."
+            ) from None
 
 
 def _unlink_if_present(path: str) -> None:
@@ -255,11 +264,15 @@ def lstat_refusing_links(path: str, refusal: Callable[[], Exception]) -> os.stat
     return st
 
 
-def check_lock_file(path: str) -> None:
-    st = lstat_refusing_links(path, lambda: StateUnsafe(
+def _lock_link(path: str) -> str:
+    return (
         f"Lock file {path} is a symbolic link; smart-search never follows links in its state "
         "directory. It was left in place: remove it."
-    ))  # fmt: skip
+    )
+
+
+def check_lock_file(path: str) -> None:
+    st = lstat_refusing_links(path, lambda: StateUnsafe(_lock_link(path)))
     if st is None:
         return
     if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & _UNSAFE_BITS:
