@@ -20,7 +20,15 @@ import fcntl
 import os
 import threading
 
-_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: a FIFO planted at the name after statefile's check must not hang the open (it has
+# no effect on flock, whose blocking is LOCK_NB's business).
+_FLAGS = (
+    os.O_RDWR
+    | os.O_CREAT
+    | os.O_NONBLOCK
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def acquire(path: str, timeout_s: float) -> int:
