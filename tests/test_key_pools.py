@@ -199,7 +199,8 @@ def test_config_list_takes_strings_env_and_value_objects_projects_and_own_limits
         ([KEY_A, 7], "providers.brave.keys[1]"),
         ([{"env": "UNSET_POOL_VAR"}], "providers.brave.keys[0].env"),
         ([{"value": KEY_A, "env": "X"}], "providers.brave.keys[0]"),
-        ([{"value": KEY_A, "colour": "red"}], "providers.brave.keys[0].colour"),
+        ([{"value": KEY_A, "colour": "red"}], "providers.brave.keys[0]"),
+        ([{KEY_B: 1}], "providers.brave.keys[0]"),  # a key misplaced as a field's name
         ([{"value": KEY_A, "daily_limit": -1}], "providers.brave.keys[0].daily_limit"),
         ([KEY_A, KEY_A], "providers.brave.keys[1]"),
         (["short"], "providers.brave.keys[0]"),

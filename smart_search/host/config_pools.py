@@ -69,10 +69,10 @@ def _entry(item: Any, path: str) -> Entry:
         raise ConfigError(
             f'Config key "{path}" must be a key string, {{"env": VAR}} or {{"value": KEY}}.'
         )
-    unknown = [k for k in item if k not in _ENTRY_FIELDS]
-    if unknown:
+    if any(k not in _ENTRY_FIELDS for k in item):
+        # The field is not named: inside a key list, a misplaced key may be the field's name.
         raise ConfigError(
-            f'Config key "{path}.{str(unknown[0])[:64]}" is not a key field '
+            f'Config key "{path}" has a field that is not a key field '
             f"({', '.join(_ENTRY_FIELDS)})."
         )
     if ("env" in item) == ("value" in item):
