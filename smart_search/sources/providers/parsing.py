@@ -1,5 +1,6 @@
-"""What every provider's parser shares: the `Answer` a provider found and the errors its
-answers can turn into (each takes the `label` messages name the provider by). The provider
+"""What the provider modules share: the `Answer` a provider found and the errors its answers
+can turn into (each takes the `label` messages name the provider by), a result item's URL, and
+the request's common pieces (a query cut to an API's limits, a keyed JSON POST). The provider
 modules import this, never their package, so the package (`call_provider`) can import them."""
 
 from __future__ import annotations
