@@ -140,3 +140,37 @@ def test_a_wait_past_its_timeout_gives_up_and_its_helper_lets_the_lock_go_later(
         time.sleep(0.01)
     fd = lock.acquire(str(path), 10.0)
     lock.release(fd)
+
+
+FILELOCK_HOLDER = """
+import sys, time, filelock
+lock = filelock.FileLock(sys.argv[1])
+lock.acquire()
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+lock.release()
+print("released", flush=True)
+time.sleep(30)
+"""
+
+
+@pytest.mark.multiprocess
+def test_a_process_of_a_release_that_locked_with_filelock_is_excluded_too(tmp_path: Path) -> None:
+    """During an upgrade, processes of the release that used filelock and of this one share the
+    ledger: both speak flock on the same `.lock` file."""
+    path = tmp_path / "search-quota.json.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", FILELOCK_HOLDER, str(path), "1.5"], stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        with pytest.raises(TimeoutError):
+            lock.acquire(str(path), 0.2)
+        fd = lock.acquire(str(path), 30.0)
+        try:
+            assert holder.stdout.readline().strip() == b"released"
+        finally:
+            lock.release(fd)
+    finally:
+        holder.kill()
+        holder.wait()

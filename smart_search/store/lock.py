@@ -11,7 +11,9 @@ contended wait runs in a helper thread the caller waits for. A helper that gets 
 its caller gave up closes its descriptor at once, which lets the lock go. The lock belongs to the
 open file (not the process): each update opens its own, so threads of one process exclude each
 other too, and a process that dies holding it loses it with its descriptors. The lock file is
-created 0600 (less under a stricter umask) and never followed through a link.
+created 0600 (less under a stricter umask) and never followed through a link. The protocol is
+filelock's own on Unix (flock on the same file, left in place), so processes of a release that
+still used filelock and of this one exclude each other.
 """
 
 from __future__ import annotations
