@@ -36,7 +36,7 @@ PY = sys.executable
 SKILL = [PY, "-E", "-s", "-m", "smart_search"]
 FLOOR_CODE = "import orjson, redis"
 FLOOR = [PY, "-I", "-c", FLOOR_CODE]
-FILE_FLOOR = "import filelock, orjson"  # the file backend's floor (bench/bench.py)
+FILE_FLOOR = "import filelock, orjson"  # the file backend's reference floor (bench/bench.py)
 
 RESERVE_ONE = (
     "import os, sys, time\n"
@@ -44,7 +44,7 @@ RESERVE_ONE = (
     "from smart_search.budget.ledger import Ledger\n"
     "ledger = Ledger(load_settings(os.environ))  # opens the store: the redis client if set\n"
     "if ledger.store.kind == 'files':\n"
-    "    import filelock  # what the file backend's first update imports\n"
+    "    from smart_search.store import lock  # what the file backend's first update imports\n"
     "started = time.perf_counter()\n"
     "ledger.reserve(sys.argv[1], 'brave')\n"
     "print(time.perf_counter() - started)\n"
