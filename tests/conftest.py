@@ -165,6 +165,15 @@ def shared_redis(tmp_path_factory: pytest.TempPathFactory) -> Any:
     server.stop()
 
 
+@pytest.fixture
+def fake() -> Any:
+    """A loopback fake server for the test (modules with their own `fake` override this)."""
+    from tests.fakes import FakeServer
+
+    with FakeServer() as server:
+        yield server
+
+
 def lock_is_free(path: str | Path) -> bool:
     """Whether another open file could take the state lock at `path` right now (a plain
     flock probe that lets it go at once)."""

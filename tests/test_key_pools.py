@@ -145,8 +145,12 @@ def brave_tier(result: dict[str, Any]) -> dict[str, Any]:
     return next(a for a in result["attempts"] if a["provider"] == "brave")
 
 
-def status_keys(env: Env) -> dict[str, Any]:
-    return env.call("search_quota_status")["windows"]["brave"]["keys"]
+def status_keys(env: Env, now: float | None = None) -> dict[str, Any]:
+    """Brave's pool accounts in the status: through the tool, or read by a ledger whose clock
+    says `now`."""
+    if now is None:
+        return env.call("search_quota_status")["windows"]["brave"]["keys"]
+    return Ledger(env.settings(), clock=lambda: now).full_status()["windows"]["brave"]["keys"]
 
 
 # --- config forms -------------------------------------------------------------------------------
@@ -302,9 +306,7 @@ def test_a_401_disables_the_key_for_its_day_and_the_same_call_moves_on(
     assert tier["units"] == 1 and tier["retries"] == 1 and len(tier["attempt_latencies_ms"]) == 2
     assert len([a for a in result["attempts"] if a["provider"] == "brave"]) == 1  # no extra tier
     assert brave.requests == {KEY_A: 1, KEY_B: 1}
-    ledger_keys = Ledger(env.settings(), clock=lambda: now).full_status()["windows"]["brave"][
-        "keys"
-    ]
+    ledger_keys = status_keys(env, now)
     assert ledger_keys[FP_A]["state"] == "disabled"
     assert ledger_keys[FP_A]["until"] == "2026-12-02T00:00:00Z"
     assert ledger_keys[FP_A]["daily"]["used"] == 0 and ledger_keys[FP_B]["daily"]["used"] == 1
@@ -327,8 +329,7 @@ def test_a_quota_429_exhausts_the_key_until_its_reset_and_the_call_moves_on(
     result = search(env, now)
     tier = brave_tier(result)
     assert tier["outcome"] == "success" and tier["key"] == FP_B
-    ledger = Ledger(env.settings(), clock=lambda: now)
-    found = ledger.full_status()["windows"]["brave"]["keys"][FP_A]
+    found = status_keys(env, now)[FP_A]
     # Brave's QUOTA_LIMITED is its month: exhausted until the first of the next.
     assert found["state"] == "exhausted" and found["until"] == "2027-01-01T00:00:00Z"
     assert found["remaining"] == 0

@@ -27,12 +27,6 @@ BRAVE_PATH = "/res/v1/web/search"
 HTML_PAGE = b"<!DOCTYPE html><html><head><title>Error</title></head><body>oops</body></html>"
 
 
-@pytest.fixture
-def fake() -> FakeServer:
-    with FakeServer() as server:
-        yield server
-
-
 def make_settings(
     tmp_path: Path, fake: FakeServer, *, keys: bool = True, **config: object
 ) -> Settings:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,44 +12,30 @@ import orjson
 import pytest
 
 from smart_search import errors
-from smart_search.host.config import Settings, load_settings
+from smart_search.host.config import Settings
 from smart_search.sources.filters import unsupported_warning
-from smart_search.sources.http import HttpResponse
 from smart_search.sources.providers import exa
-from smart_search.sources.providers.calls import ProviderCall, call_provider
+from smart_search.sources.providers.calls import ProviderCall
 from tests.conftest import Env
 from tests.fakes import FakeServer, Reply, fixture_bytes
+from tests.provider_support import (
+    assert_api_error,
+    assert_key_never_written,
+    provider_call,
+    provider_settings,
+    response,
+)
 
 KEY = "SENTINEL-EXA-KEY-0001"
 PATH = "/search"
 
 
-@pytest.fixture
-def fake() -> FakeServer:
-    with FakeServer() as server:
-        yield server
-
-
 def make_settings(tmp_path: Path, fake: FakeServer, **config: object) -> Settings:
-    section = {
-        "endpoints": {"exa": fake.url},
-        "retry_base_delay": 10,
-        "request_timeout_ms": 3000,
-        "total_timeout_ms": 10000,
-        **config,
-    }
-    path = tmp_path / "openclaw.json"
-    path.write_bytes(orjson.dumps({"skills": {"entries": {"smart-search": {"config": section}}}}))
-    return load_settings({"OPENCLAW_CONFIG_PATH": str(path), "HOME": str(tmp_path),
-                          "EXA_API_KEY": KEY})  # fmt: skip
+    return provider_settings(tmp_path, fake, "exa", KEY, **config)
 
 
 def run(settings: Settings, query: str = "james webb launch", **kw: object) -> ProviderCall:
-    return call_provider("exa", query, settings, time.monotonic() + 10, **kw)
-
-
-def response(status: int, body: bytes = b"{}", headers: dict[str, str] | None = None):
-    return HttpResponse(status=status, headers=headers or {}, body=body)
+    return provider_call("exa", settings, query, **kw)
 
 
 # --- the request ---
@@ -175,11 +160,7 @@ def test_error_statuses(
     caplog.set_level(logging.DEBUG)
     fake.route(PATH, reply)
     record = run(make_settings(tmp_path, fake, retry_max_attempts=1))
-    assert type(record.error) is kind
-    assert str(record.error) == f"Exa API error: {reply.status}"
-    assert record.error.http_status == reply.status
-    assert record.units == 0  # an error status bills nothing
-    assert KEY not in repr(vars(record.error)) and KEY not in caplog.text
+    assert_api_error(record, kind, "Exa", reply.status, KEY, caplog.text)
 
 
 def test_spent_credits_are_never_retried_and_mark_the_month(
@@ -268,14 +249,6 @@ def _install(env: Env, fake: FakeServer, **config: object) -> None:
     env.environ["EXA_API_KEY"] = KEY
 
 
-def _assert_no_key_written(env: Env, *outputs: bytes | str) -> None:
-    for out in outputs:
-        assert KEY not in (out if isinstance(out, str) else out.decode())
-    for file in env.state_dir.rglob("*"):
-        if file.is_file():
-            assert KEY.encode() not in file.read_bytes(), file
-
-
 def test_forced_exa_answers_and_status_shows_its_windows(tmp_path: Path, fake: FakeServer) -> None:
     env = Env(tmp_path)
     _install(env, fake)
@@ -306,7 +279,7 @@ def test_forced_exa_answers_and_status_shows_its_windows(tmp_path: Path, fake: F
         )
     )
     assert json.loads(proc.stdout)["provider_used"] == "exa"
-    _assert_no_key_written(env, proc.stdout, proc.stderr)
+    assert_key_never_written(env, KEY, proc.stdout, proc.stderr)
     for seen in fake.requests:
         assert KEY not in seen.target
 
@@ -333,7 +306,7 @@ def test_a_scheduled_agents_plan_walks_to_exa_when_provider_order_names_it(
     assert found["queries_remaining"] == 1
     assert env.call("search_quota_status")["agents"]["cron"]["exa"] == {
         "allocated": 2, "used": 1, "remaining": 1}  # fmt: skip
-    _assert_no_key_written(env)
+    assert_key_never_written(env, KEY)
 
 
 def test_spent_credits_fall_through_and_mark_exa_exhausted(
@@ -349,4 +322,4 @@ def test_spent_credits_fall_through_and_mark_exa_exhausted(
     assert (exa_attempt["provider"], exa_attempt["error_code"]) == ("exa", "quota_exhausted")
     assert exa_attempt["units"] == 0
     assert env.call("search_quota_status")["windows"]["exa"]["exhausted_until"] is not None
-    _assert_no_key_written(env)
+    assert_key_never_written(env, KEY)

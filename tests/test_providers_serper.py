@@ -5,51 +5,36 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from pathlib import Path
 
 import orjson
 import pytest
 
 from smart_search import errors
-from smart_search.host.config import Settings, load_settings
+from smart_search.host.config import Settings
 from smart_search.sources.filters import unsupported_warning
-from smart_search.sources.http import HttpResponse
 from smart_search.sources.providers import serper
-from smart_search.sources.providers.calls import ProviderCall, call_provider
+from smart_search.sources.providers.calls import ProviderCall
 from tests.conftest import Env
 from tests.fakes import FakeServer, Reply, fixture_bytes
+from tests.provider_support import (
+    assert_api_error,
+    assert_key_never_written,
+    provider_call,
+    provider_settings,
+    response,
+)
 
 KEY = "SENTINEL-SERPER-KEY-0001"
 PATH = "/search"
 
 
-@pytest.fixture
-def fake() -> FakeServer:
-    with FakeServer() as server:
-        yield server
-
-
 def make_settings(tmp_path: Path, fake: FakeServer, **config: object) -> Settings:
-    section = {
-        "endpoints": {"serper": fake.url},
-        "retry_base_delay": 10,
-        "request_timeout_ms": 3000,
-        "total_timeout_ms": 10000,
-        **config,
-    }
-    path = tmp_path / "openclaw.json"
-    path.write_bytes(orjson.dumps({"skills": {"entries": {"smart-search": {"config": section}}}}))
-    return load_settings({"OPENCLAW_CONFIG_PATH": str(path), "HOME": str(tmp_path),
-                          "SERPER_API_KEY": KEY})  # fmt: skip
+    return provider_settings(tmp_path, fake, "serper", KEY, **config)
 
 
 def run(settings: Settings, query: str = "james webb launch", **kw: object) -> ProviderCall:
-    return call_provider("serper", query, settings, time.monotonic() + 10, **kw)
-
-
-def response(status: int, body: bytes = b"{}") -> HttpResponse:
-    return HttpResponse(status=status, headers={}, body=body)
+    return provider_call("serper", settings, query, **kw)
 
 
 # --- the request ---
@@ -168,11 +153,7 @@ def test_error_statuses(
     caplog.set_level(logging.DEBUG)
     fake.route(PATH, reply)
     record = run(make_settings(tmp_path, fake, retry_max_attempts=1))
-    assert type(record.error) is kind
-    assert str(record.error) == f"Serper API error: {reply.status}"
-    assert record.error.http_status == reply.status
-    assert record.units == 0  # Serper bills successes only
-    assert KEY not in repr(vars(record.error)) and KEY not in caplog.text
+    assert_api_error(record, kind, "Serper", reply.status, KEY, caplog.text)
     exhausted = kind is errors.QuotaExhausted
     assert (record.observation is not None) is exhausted
     if exhausted:
@@ -267,14 +248,6 @@ def _install(env: Env, fake: FakeServer, **config: object) -> None:
     env.config_path.write_text(json.dumps(doc))
 
 
-def _assert_no_key_written(env: Env, *outputs: bytes | str) -> None:
-    for out in outputs:
-        assert KEY not in (out if isinstance(out, str) else out.decode())
-    for file in env.state_dir.rglob("*"):
-        if file.is_file():
-            assert KEY.encode() not in file.read_bytes(), file
-
-
 def test_forced_serper_answers_and_status_shows_its_windows(
     tmp_path: Path, fake: FakeServer
 ) -> None:
@@ -306,7 +279,7 @@ def test_forced_serper_answers_and_status_shows_its_windows(
         )
     )
     assert json.loads(proc.stdout)["provider_used"] == "serper"
-    _assert_no_key_written(env, proc.stdout, proc.stderr)
+    assert_key_never_written(env, KEY, proc.stdout, proc.stderr)
     for seen in fake.requests:
         assert KEY not in seen.target
 
@@ -333,7 +306,7 @@ def test_a_scheduled_agents_plan_walks_to_serper_when_provider_order_names_it(
     assert found["queries_remaining"] == 1
     assert env.call("search_quota_status")["agents"]["cron"]["serper"] == {
         "allocated": 2, "used": 1, "remaining": 1}  # fmt: skip
-    _assert_no_key_written(env)
+    assert_key_never_written(env, KEY)
 
 
 def test_spent_credits_fall_through_and_mark_serper_exhausted(
@@ -349,7 +322,7 @@ def test_spent_credits_fall_through_and_mark_serper_exhausted(
     assert (first["provider"], first["error_code"], first["units"]) == (
         "serper", "quota_exhausted", 0)  # fmt: skip
     assert env.call("search_quota_status")["windows"]["serper"]["exhausted_until"] is not None
-    _assert_no_key_written(env)
+    assert_key_never_written(env, KEY)
 
 
 def test_deep_mode_asks_exa_and_serper_as_legs_and_merges_them(tmp_path: Path) -> None:
@@ -375,4 +348,4 @@ def test_deep_mode_asks_exa_and_serper_as_legs_and_merges_them(tmp_path: Path) -
     assert {"exa", "serper"} <= sources
     status = env.call("search_quota_status")["providers"]
     assert (status["exa"]["used"], status["serper"]["used"]) == (1, 1)
-    _assert_no_key_written(env, json.dumps(r))
+    assert_key_never_written(env, KEY, json.dumps(r))

@@ -14,41 +14,26 @@ import orjson
 import pytest
 
 from smart_search import errors
-from smart_search.host.config import Settings, load_settings
+from smart_search.host.config import Settings
 from smart_search.sources import http
 from smart_search.sources.http import HttpResponse
 from smart_search.sources.providers import tavily
-from smart_search.sources.providers.calls import ProviderCall, call_provider
+from smart_search.sources.providers.calls import ProviderCall
 from tests.conftest import REPO, Env
 from tests.fakes import FakeServer, Reply, fixture_bytes, fixture_json
+from tests.provider_support import assert_key_never_written, provider_call, provider_settings
 
 KEY = "SENTINEL-TAVILY-KEY-0001"
 PATH = "/search"
 
 
-@pytest.fixture
-def fake() -> FakeServer:
-    with FakeServer() as server:
-        yield server
-
-
 def make_settings(tmp_path: Path, fake: FakeServer, **config: Any) -> Settings:
     """Settings loaded the real way, from an openclaw.json pointing Tavily at the fake."""
-    section = {
-        "endpoints": {"tavily": fake.url},
-        "retry_base_delay": 10,
-        "request_timeout_ms": 3000,
-        "total_timeout_ms": 10000,
-        **config,
-    }
-    path = tmp_path / "openclaw.json"
-    path.write_bytes(orjson.dumps({"skills": {"entries": {"smart-search": {"config": section}}}}))
-    env = {"OPENCLAW_CONFIG_PATH": str(path), "HOME": str(tmp_path), "TAVILY_API_KEY": KEY}
-    return load_settings(env)
+    return provider_settings(tmp_path, fake, "tavily", KEY, **config)
 
 
 def search(settings: Settings, query: str = "james webb launch", **filters: Any) -> ProviderCall:
-    return call_provider("tavily", query, settings, time.monotonic() + 10, filters=filters or None)
+    return provider_call("tavily", settings, query, filters=filters or None)
 
 
 def api(name: str, status: int = 200, **headers: str) -> Reply:
@@ -323,14 +308,6 @@ def configure(env: Env, fake: FakeServer, **config: Any) -> None:
     )
 
 
-def assert_never_written(env: Env, *outputs: str | bytes) -> None:
-    for file in env.state_dir.rglob("*"):
-        if file.is_file():
-            assert KEY.encode() not in file.read_bytes(), file
-    for output in outputs:
-        assert KEY not in (output.decode() if isinstance(output, bytes) else output)
-
-
 def test_forced_tavily_answers_through_the_cli(tmp_path, fake) -> None:
     env = Env(tmp_path)
     configure(env, fake, agent_allocations={"a": {"tavily": 3}})
@@ -348,7 +325,7 @@ def test_forced_tavily_answers_through_the_cli(tmp_path, fake) -> None:
     assert 'language "de"' in result["warning"]  # Tavily has no language field
     assert fake.requests_to(PATH)[0].headers["authorization"] == f"Bearer {KEY}"
     assert_no_key(fake)
-    assert_never_written(env, proc.stdout, proc.stderr)
+    assert_key_never_written(env, KEY, proc.stdout, proc.stderr)
 
 
 def test_a_scheduled_agent_walks_to_tavily_and_status_shows_its_windows(tmp_path, fake) -> None:
@@ -374,7 +351,7 @@ def test_a_scheduled_agent_walks_to_tavily_and_status_shows_its_windows(tmp_path
     assert windows["daily"]["limit"] == 33 and windows["daily"]["used"] == 1
     assert windows["monthly"]["limit"] == 1000 and windows["monthly"]["used"] == 1
     assert status["providers"]["tavily"]["daily_limit"] == 33
-    assert_never_written(env, json.dumps(found), json.dumps(status))
+    assert_key_never_written(env, KEY, json.dumps(found), json.dumps(status))
 
 
 def test_a_432_stops_the_month_and_the_call_falls_through(tmp_path, fake) -> None:
@@ -389,7 +366,7 @@ def test_a_432_stops_the_month_and_the_call_falls_through(tmp_path, fake) -> Non
     windows = env.call("search_quota_status", {})["windows"]["tavily"]
     assert windows["exhausted_until"] is not None and windows["monthly"]["used"] == 0
     assert len(fake.requests_to(PATH)) == 1  # never retried
-    assert_never_written(env, json.dumps(found))
+    assert_key_never_written(env, KEY, json.dumps(found))
 
 
 def test_only_its_own_module_names_tavily() -> None:

@@ -1,0 +1,66 @@
+"""What the per-provider test modules (tests/test_providers_<p>.py) share: settings loaded the
+real way from an openclaw.json that points one provider at a loopback fake, a call through
+`call_provider`, a bare `HttpResponse`, and the scan that no key was written anywhere."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from smart_search.host.config import Settings, load_settings
+from smart_search.sources.http import HttpResponse
+from smart_search.sources.providers.calls import ProviderCall, call_provider
+from tests.conftest import Env
+from tests.fakes import FakeServer
+
+
+def provider_settings(
+    tmp_path: Path, fake: FakeServer, name: str, key: str, **config: Any
+) -> Settings:
+    """Settings with `name` pointed at `fake`, its key `key` in the environment, and fast
+    retries; `config` adds or replaces keys of the skill's config block."""
+    section = {
+        "endpoints": {name: fake.url},
+        "retry_base_delay": 10,
+        "request_timeout_ms": 3000,
+        "total_timeout_ms": 10000,
+        **config,
+    }
+    path = tmp_path / "openclaw.json"
+    path.write_bytes(orjson.dumps({"skills": {"entries": {"smart-search": {"config": section}}}}))
+    env = {"OPENCLAW_CONFIG_PATH": str(path), "HOME": str(tmp_path), f"{name.upper()}_API_KEY": key}
+    return load_settings(env)
+
+
+def provider_call(
+    name: str, settings: Settings, query: str = "james webb launch", **kw: Any
+) -> ProviderCall:
+    return call_provider(name, query, settings, time.monotonic() + 10, **kw)
+
+
+def response(status: int, body: bytes = b"{}", headers: dict[str, str] | None = None):
+    return HttpResponse(status=status, headers=headers or {}, body=body)
+
+
+def assert_api_error(
+    record: ProviderCall, kind: type[Exception], label: str, status: int, key: str, log: str
+) -> None:
+    """`record` ended with `kind` for HTTP `status`, in the product's message, billed nothing,
+    and neither the error nor the log (`caplog.text`) carries `key`."""
+    assert type(record.error) is kind
+    assert str(record.error) == f"{label} API error: {status}"
+    assert record.error.http_status == status
+    assert record.units == 0  # an error status bills nothing
+    assert key not in repr(vars(record.error)) and key not in log
+
+
+def assert_key_never_written(env: Env, key: str, *outputs: str | bytes) -> None:
+    """`key` is in none of `outputs` (a CLI's stdout, stderr...) and no file of the state."""
+    for output in outputs:
+        assert key not in (output.decode() if isinstance(output, bytes) else output)
+    for file in env.state_dir.rglob("*"):
+        if file.is_file():
+            assert key.encode() not in file.read_bytes(), file
