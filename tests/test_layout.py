@@ -169,3 +169,33 @@ def test_rooms_of_one_job_each() -> None:
                     long_functions.append(f"{name}.{node.name}")
     assert not long_modules
     assert len(long_functions) <= 3, long_functions
+
+
+def private_imports(source: str) -> list[str]:
+    """The names a module's text imports from another module of the package that are that
+    module's private names (one leading underscore; `__version__` and the like are public)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (
+            node.level or (node.module or "").startswith("smart_search")
+        ):
+            found += [
+                f"{node.module}.{alias.name}"
+                for alias in node.names
+                if alias.name.startswith("_") and not alias.name.startswith("__")
+            ]
+    return found
+
+
+def test_at_most_two_imports_of_another_modules_private_names() -> None:
+    """Issue 19, point 4: what a module keeps private stays its own."""
+    found = [f"{name}: {imported}" for name, path in MODULES.items()
+             for imported in private_imports(path.read_text())]  # fmt: skip
+    assert len(found) <= 2, found
+    # The check sees one, at the top or inside a function, and not a dunder.
+    planted = (
+        "from smart_search.budget.quota import _agent\n"
+        "def f():\n    from ..text.urls import _SCHEME\n"
+        "from smart_search import __version__\n"
+    )
+    assert private_imports(planted) == ["smart_search.budget.quota._agent", "text.urls._SCHEME"]
