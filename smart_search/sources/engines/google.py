@@ -191,7 +191,7 @@ def _results(root: HtmlElement) -> list[dict[str, Any]]:
 
 def _block_of(anchor: HtmlElement) -> HtmlElement:
     """The whole block of the result titled by `anchor`: its outermost ancestor with a known
-    container class (sitelinks and sub-results sit beside the title's own container, html.inside
+    container class (sitelinks and sub-results sit beside the title's own container, inside
     that one), else `_container_of`'s fallback."""
     block = None
     for depth, ancestor in enumerate(anchor.iterancestors()):

@@ -101,13 +101,13 @@ def _results(found: list[Any]) -> list[dict[str, Any]]:
         if not isinstance(entry, dict):
             continue
         url, title, content = entry.get("url"), entry.get("title"), entry.get("content")
-        if not isinstance(url, str) or not is_web_url(url.strip()) or url.strip() in seen:
+        url = url.strip() if isinstance(url, str) else ""
+        title = " ".join(title.split()) if isinstance(title, str) else ""
+        if not title or not is_web_url(url) or url in seen:
             continue
-        if not isinstance(title, str) or not " ".join(title.split()):
-            continue
-        seen.add(url.strip())
+        seen.add(url)
         snippet = " ".join(content.split()) if isinstance(content, str) else ""
-        results.append({"title": " ".join(title.split()), "url": url.strip(), "snippet": snippet})
+        results.append({"title": title, "url": url, "snippet": snippet})
     return results
 
 

@@ -74,11 +74,8 @@ def build_request(
     """GET with the subscription token in its header; `query` is already fitted to Brave's
     limits (`fit_query`, once, by the tier walk). `filters` (see `filter_params`) add Brave's
     own parameters; None changes nothing."""
-    # The tier walk checked the key once, before reserving a unit (tiers._api_tier).
     from smart_search.sources.http import HttpRequest
 
-    secret = settings.api_keys[NAME]
-    assert secret is not None
     params = {"q": query, "count": str(settings.brave_count)}
     if filters:
         params.update(filter_params(filters)[0])
@@ -86,7 +83,7 @@ def build_request(
         "GET",
         settings.endpoints[NAME] + PATH,
         params=params,
-        headers={"X-Subscription-Token": secret.reveal(), "Accept": "application/json"},
+        headers=parsing.key_headers(settings, NAME, "X-Subscription-Token"),
     )
 
 

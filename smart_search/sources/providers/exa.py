@@ -15,7 +15,6 @@ Quirks worth knowing:
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -72,18 +71,12 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
 
 
 def classify_error(resp: HttpResponse) -> errors.SearchError:
-    """The error for a non-2xx status: 402 is spent credits (or the key's budget), 429 the
-    rate limit; the rest as every provider's (401/403 refusals, 5xx server errors)."""
+    """The error for a non-2xx status: 402 is spent credits (or the key's budget); the rest as
+    every provider's (429 the rate limit, 401/403 refusals, 5xx server errors)."""
     status = resp.status
     message = errors.api_error(SOURCE.label, status)
     if status == 402:
         return errors.QuotaExhausted(message, http_status=status)
-    if status == 429:
-        from smart_search.sources.http import retry_after_seconds
-
-        return errors.RateLimited(
-            message, http_status=status, retry_after=retry_after_seconds(resp.headers)
-        )
     return status_error(SOURCE.label, resp)
 
 
@@ -93,7 +86,7 @@ def _result(item: Any) -> dict[str, str] | None:
         return None
     title = item.get("title")
     return {
-        "title": _clean(title) if isinstance(title, str) else "",
+        "title": parsing.plain(title),
         "url": url,
         "snippet": _snippet(item),
     }
@@ -105,16 +98,12 @@ def _snippet(item: dict[str, Any]) -> str:
     if isinstance(highlights, list):
         for highlight in highlights:
             if isinstance(highlight, str) and highlight.strip():
-                return _clean(highlight)[:SNIPPET_CHARS]
+                return parsing.plain(highlight)[:SNIPPET_CHARS]
     for key in ("text", "summary"):
         value = item.get(key)
         if isinstance(value, str) and value.strip():
-            return _clean(value)[:SNIPPET_CHARS]
+            return parsing.plain(value)[:SNIPPET_CHARS]
     return ""
-
-
-def _clean(text: str) -> str:
-    return re.sub(_SPACE, " ", text).strip()
 
 
 def billed_units(resp: HttpResponse, settings: Settings) -> int:

@@ -24,6 +24,7 @@ from urllib.parse import quote
 import orjson
 
 from smart_search import errors
+from smart_search.sources.providers import parsing
 from smart_search.sources.providers.parsing import Answer, json_object, shape_error, status_error
 from smart_search.sources.source import Source
 
@@ -70,9 +71,6 @@ def build_request(
 ) -> HttpRequest:
     """POST the query with the google_search tool enabled; the key goes in a header only.
     `filters` (see `filter_params`) add a time range and an instruction; None changes nothing."""
-    # The tier walk checked the key once, before reserving a unit (tiers._api_tier).
-    secret = settings.api_keys[NAME]
-    assert secret is not None
     url = settings.endpoints[NAME] + PATH.format(model=quote(settings.gemini_model, safe=""))
     body: dict[str, Any] = {
         "contents": [{"role": "user", "parts": [{"text": query}]}],
@@ -85,7 +83,7 @@ def build_request(
     return HttpRequest(
         "POST",
         url,
-        headers={"x-goog-api-key": secret.reveal(), "Accept": "application/json"},
+        headers=parsing.key_headers(settings, NAME, "x-goog-api-key"),
         json=body,
     )
 

@@ -96,6 +96,12 @@ def json_object(label: str, response: HttpResponse) -> dict[str, Any]:
     return data
 
 
+def plain(value: object) -> str:
+    """A result's text field with its runs of whitespace folded to one space; "" for anything
+    that is not a string (a null title is still a result, with empty text)."""
+    return " ".join(value.split()) if isinstance(value, str) else ""
+
+
 def item_url(item: object, key: str = "url") -> str | None:
     """The http(s) URL under `key` of one result item (a JSON object); None for anything else,
     so the item is dropped."""
@@ -132,8 +138,9 @@ def shape_error(label: str, response: HttpResponse) -> errors.ParseError:
 
 def status_error(label: str, response: HttpResponse) -> errors.SearchError:
     """What an error status means once nothing provider-specific applies (RULINGS 5): 408 a
-    timeout, 503 overloaded, other 5xx a server error (all with any `Retry-After`), any other
-    4xx a refusal of the key or the request, anything else an answer we cannot read."""
+    timeout, 429 the rate limit, 503 overloaded, other 5xx a server error (those three with any
+    `Retry-After`), any other 4xx a refusal of the key or the request, anything else an answer
+    we cannot read."""
     from smart_search.sources.http import retry_after_seconds
 
     status = response.status
@@ -141,6 +148,8 @@ def status_error(label: str, response: HttpResponse) -> errors.SearchError:
     if status == 408:
         return errors.Timeout(message, http_status=status)
     wait = retry_after_seconds(response.headers)
+    if status == 429:
+        return errors.RateLimited(message, http_status=status, retry_after=wait)
     if status == 503:
         return errors.ProviderOverloaded(message, http_status=status, retry_after=wait)
     if status >= 500:

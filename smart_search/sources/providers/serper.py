@@ -80,17 +80,11 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
 
 def classify_error(resp: HttpResponse) -> errors.SearchError:
     """The error for a non-2xx status: spent credits (402, or a 400/429 saying so) exhaust the
-    quota, any other 429 is the rate limit; the rest as every provider's."""
+    quota; the rest as every provider's (any other 429 the rate limit)."""
     status = resp.status
     message = errors.api_error(SOURCE.label, status)
     if status == 402 or (status in (400, 429) and _says_no_credits(resp.body)):
         return errors.QuotaExhausted(message, http_status=status)
-    if status == 429:
-        from smart_search.sources.http import retry_after_seconds
-
-        return errors.RateLimited(
-            message, http_status=status, retry_after=retry_after_seconds(resp.headers)
-        )
     # 401, 403 ("Unauthorized.") and a 400 for a bad request are refusals (auth_failed).
     return status_error(SOURCE.label, resp)
 
@@ -109,11 +103,8 @@ def _result(item: Any) -> dict[str, str] | None:
     url = parsing.item_url(item, "link")
     if url is None:
         return None
-    return {"title": _text(item.get("title")), "url": url, "snippet": _text(item.get("snippet"))}
-
-
-def _text(value: object) -> str:
-    return re.sub(_SPACE, " ", value).strip() if isinstance(value, str) else ""
+    title, snippet = parsing.plain(item.get("title")), parsing.plain(item.get("snippet"))
+    return {"title": title, "url": url, "snippet": snippet}
 
 
 def billed_units(resp: HttpResponse, settings: Settings) -> int:

@@ -100,26 +100,20 @@ def _result(item: Any) -> dict[str, str] | None:
         return None
     title, content = item.get("title"), item.get("content")
     return {
-        "title": " ".join(title.split()) if isinstance(title, str) else "",
+        "title": parsing.plain(title),
         "url": url,
-        "snippet": " ".join(content.split()) if isinstance(content, str) else "",
+        "snippet": parsing.plain(content),
     }
 
 
 def classify_error(resp: HttpResponse) -> errors.SearchError:
     """The error for a non-2xx status: 432/433 are credits used up (the plan's or the
-    pay-as-you-go limit), 429 the rate limit; the rest as every provider's (401/403/400 refused,
+    pay-as-you-go limit); the rest as every provider's (429 the rate limit, 401/403/400 refused,
     5xx the server's)."""
     status = resp.status
     message = errors.api_error(SOURCE.label, status)
     if status in _QUOTA_STATUSES:
         return errors.QuotaExhausted(message, http_status=status)
-    if status == 429:
-        from smart_search.sources.http import retry_after_seconds
-
-        return errors.RateLimited(
-            message, http_status=status, retry_after=retry_after_seconds(resp.headers)
-        )
     return status_error(SOURCE.label, resp)
 
 
