@@ -384,9 +384,12 @@ def test_a_write_may_skip_its_fsyncs_and_stays_atomic(
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
     doc = StateFile(str(env.state_dir), "x.json", 1000, advisory=False)
     doc.update(lambda d: ({"n": 1}, None), durable=False)
-    assert synced == []
+    # Only the directory's fsync is skipped: the file's contents reach the disk before a rename
+    # that may, so a crash never leaves the name pointing at an unwritten file.
+    assert len(synced) == 1
     assert json.loads((env.state_dir / "x.json").read_text()) == {"n": 1}
     assert not (env.state_dir / "x.json.tmp").exists()
+    synced.clear()
     doc.update(lambda d: ({"n": (d or {})["n"] + 1}, None))
     assert len(synced) == 2
     assert json.loads((env.state_dir / "x.json").read_text()) == {"n": 2}
@@ -416,7 +419,7 @@ def test_the_hold_is_flushed_and_a_settle_only_when_it_charges_more_than_it_held
     assert len(synced) == 2  # the file and its directory
     synced.clear()
     ledger.settle("cron", "gemini", [(hold, billed)])
-    assert len(synced) == (2 if settle_synced else 0)
+    assert len(synced) == (2 if settle_synced else 1)  # the file always, its directory maybe
     window = json.loads((env.state_dir / "search-quota.json").read_text())["windows"]["gemini"]
     assert window["day_used"] == billed
     assert window.get("holds", {}) == {}

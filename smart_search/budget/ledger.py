@@ -238,7 +238,8 @@ class Ledger:
         # A settle that charges no more than was held only gives units back or clears the hold
         # (and records what the provider reported, which its next answer reports again): lost in
         # an OS crash, it leaves the worst case charged, never less than was billed, so it skips
-        # the fsyncs (~1-3 ms of every call). One that charges more than it held is flushed.
+        # the directory's fsync (its file is synced all the same: statefile.update). One that
+        # charges more than it held is flushed.
         durable = any(charged > hold.units for hold, charged in charges)
         return self.store.update(QUOTA_DOC, change, durable=durable)
 

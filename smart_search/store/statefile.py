@@ -5,7 +5,7 @@ JSON document in the state directory, changed only by `StateFile.update` under a
 (`lock.py`) and written atomically: temp file, fsync, rename, then (the lock already released,
 before `update` returns) fsync of the directory. A reader
 without the lock therefore always sees a whole document, old or new, never a torn one. Advisory
-documents (breaker, pacing) skip the two fsyncs: they may be lost in an OS crash without harm, and
+documents (breaker, pacing) skip both fsyncs: they may be lost in an OS crash without harm, and
 the fsyncs, a variable few milliseconds inside the lock, would delay every search that paces or
 consults a breaker.
 
@@ -90,8 +90,11 @@ class StateFile:
         """Run `change(document)` under the lock; write the document it returns (None: no write).
 
         `change` must be a pure function of the document: it may raise, and then nothing is
-        written. `durable=False` skips the two fsyncs for this write (the rename stays atomic):
-        for a change whose loss in an OS crash only leaves more charged than was billed.
+        written. `durable=False` skips the directory's fsync for this write: for a change whose
+        loss in an OS crash only leaves more charged than was billed. The ledger's temp file is
+        synced all the same: a rename that reached the disk before its file's contents (the
+        journal's own commit, or another writer's directory fsync, may carry it) would leave a
+        ledger that reads as corrupt, not the older one. Advisory documents skip both.
         """
         from time import perf_counter
 
@@ -114,7 +117,7 @@ class StateFile:
             new_doc, result = change(self.read())
             if new_doc is not None:
                 flush = durable and not self.advisory
-                self._write(new_doc, flush)
+                self._write(new_doc, sync_file=not self.advisory)
         finally:
             lock.release(fd)
         if flush:
@@ -135,7 +138,7 @@ class StateFile:
             )
         return doc
 
-    def _write(self, doc: Document, flush: bool) -> None:
+    def _write(self, doc: Document, sync_file: bool) -> None:
         data = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
         # One temp name is enough: only the lock holder writes. Whatever sits at that name (a
         # stale temp file from a killed writer, or a planted link) is removed, then the temp file
@@ -149,7 +152,7 @@ class StateFile:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
-                if flush:
+                if sync_file:
                     os.fsync(fd)
             finally:
                 os.close(fd)
