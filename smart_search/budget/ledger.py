@@ -123,9 +123,11 @@ class Ledger:
         self._require_known(doc, agent_id)
         return quota.agent_status(doc, self.ceilings, agent_id)
 
-    def full_status(self) -> dict[str, Any]:
+    def full_status(self, doc: Document | None = None) -> dict[str, Any]:
+        """Every agent, provider and window; of `doc` (a `snapshot`) when the caller read it."""
         now = self.clock()
-        doc = self._current(self.store.read(QUOTA_DOC), now)
+        if doc is None:
+            doc = self._current(self.store.read(QUOTA_DOC), now)
         status = quota.full_status(doc, self.ceilings, now)
         status["windows"] = {p: self._window_status(doc, p, now) for p in PROVIDERS}
         if self.settings.monthly_budget is not None:

@@ -190,12 +190,16 @@ def _ledger(settings: Any, problems: list[str]) -> dict[str, Any]:
     if settings is None:
         return {"readable": False, "error": "config could not be read"}
     from smart_search.budget.ledger import QUOTA_FILE, Ledger
+    from smart_search.budget.reconcile import drift_rows
     from smart_search.errors import SearchError
+    from smart_search.host.config import PROVIDERS
 
     path = os.path.join(settings.state_dir, QUOTA_FILE)
     out: dict[str, Any] = {"path": path, "exists": os.path.exists(path)}
     try:
-        status = Ledger(settings).full_status()
+        ledger = Ledger(settings)
+        doc = ledger.snapshot()  # read once: the status and the drift both read it
+        status = ledger.full_status(doc)
     except SearchError as err:
         problems.append(f"ledger: {err.message}")
         return {**out, "readable": False, "error": err.message}
@@ -204,21 +208,12 @@ def _ledger(settings: Any, problems: list[str]) -> dict[str, Any]:
         p: {"used": v["used"], "daily_limit": v["daily_limit"]}
         for p, v in status["providers"].items()
     }
-    out["reconcile"] = _drift(settings)
+    # Each provider's month against what its last answer reported (no provider is asked:
+    # `smart-search reconcile` asks the usage endpoints).
+    out["reconcile"] = drift_rows(doc, PROVIDERS, {}, time.time())
     if status.get("warning"):
         out["warning"] = status["warning"]
     return out
-
-
-def _drift(settings: Any) -> list[dict[str, Any]]:
-    """Each provider's month against what its last answer reported (no provider is asked:
-    `smart-search reconcile` asks the usage endpoints)."""
-    from smart_search.budget.ledger import Ledger
-    from smart_search.budget.reconcile import drift_rows
-    from smart_search.host.config import PROVIDERS
-
-    ledger = Ledger(settings)
-    return drift_rows(ledger.snapshot(), PROVIDERS, {}, time.time())
 
 
 def _cache(settings: Any) -> dict[str, Any] | None:
