@@ -457,6 +457,8 @@ def test_the_report_counts_fetches_per_agent(env: Env, fake: FakeServer):
     }
     rows = {t.key: t.rows for t in report.report_tables(doc)}["fetches"]
     assert rows == [["other", "0", "0", "1", "12"], ["reader", "1", "1", "0", f"{size:,}"]]
+    # Fetch logs are logs: not counted among the directory's other files.
+    assert doc["files"]["ignored"] == 0
 
 
 def test_a_path_outside_ascii_is_sent_percent_encoded(env: Env, fake: FakeServer):

@@ -32,6 +32,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # Patterns, compiled by `re` on first use (this module loads on every call; these seldom run).
 SEARCH_LOG = r"search-([0-9]{4}-[0-9]{2}-[0-9]{2})\.jsonl"
 ROTATED_SEARCH_LOG = SEARCH_LOG + r"(?:\.([0-9]{1,6}))?(\.gz)?"
+FETCH_LOG = r"fetch-([0-9]{4}-[0-9]{2}-[0-9]{2})\.jsonl"  # smart_fetch's log (fetch_line.py)
 
 
 def search_log_name(day: str) -> str:

@@ -25,7 +25,8 @@ def build_report(
     the other half (`workers` 1 or 2 forces the choice); a child that fails is redone here.
     """
     files = files or FileStats()
-    by_day = list_log_files(directory, files)
+    fetch_logs: dict[str, str] = {}
+    by_day = list_log_files(directory, files, fetch_logs)
     first = window.first_file_day.isoformat()
     until = window.until.isoformat()
     todo = [(day, path) for day in sorted(by_day) if first <= day <= until for path in by_day[day]]
@@ -46,7 +47,7 @@ def build_report(
     report = document(agg, files, {day for day, _ in todo})
     from smart_search.report.fetches import count_fetches
 
-    report["fetches"] = count_fetches(directory, window)
+    report["fetches"] = count_fetches(fetch_logs, window)
     return report
 
 

@@ -5,9 +5,6 @@ fields only (a line that does not parse or lacks them is skipped and counted).""
 
 from __future__ import annotations
 
-import os
-import re
-from datetime import date
 from typing import Any
 
 import orjson
@@ -15,17 +12,19 @@ import orjson
 from smart_search.report.reading import read_batches
 from smart_search.report.window import Window
 
-FETCH_LOG = r"fetch-([0-9]{4}-[0-9]{2}-[0-9]{2})\.jsonl"
 OUTCOMES = ("fetched", "cached", "failed")
 
 
-def count_fetches(directory: str, window: Window) -> dict[str, Any]:
+def count_fetches(fetch_logs: dict[str, str], window: Window) -> dict[str, Any]:
     """{"total", "skipped", "agents": {id: {"fetched", "cached", "failed", "bytes"}}} for the
-    window's days (and its agent filter)."""
+    window's days (and its agent filter), from the fetch logs by day (`list_log_files`)."""
     since, until = window.since.isoformat(), window.until.isoformat()
     agents: dict[str, dict[str, int]] = {}
     skipped = {"oversized": 0, "malformed": 0}
-    for path in _files(directory, since, until):
+    for day in sorted(fetch_logs):
+        if not since <= day <= until:
+            continue
+        path = fetch_logs[day]
         try:
             for lines, _ in read_batches(path, skipped):
                 for raw in lines:
@@ -38,24 +37,6 @@ def count_fetches(directory: str, window: Window) -> dict[str, Any]:
         "skipped": skipped["oversized"] + skipped["malformed"],
         "agents": dict(sorted(agents.items())),
     }
-
-
-def _files(directory: str, since: str, until: str) -> list[str]:
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
-    found = []
-    for name in names:
-        match = re.fullmatch(FETCH_LOG, name)
-        if match is None or not since <= match.group(1) <= until:
-            continue
-        try:
-            date.fromisoformat(match.group(1))
-        except ValueError:
-            continue
-        found.append(os.path.join(directory, name))
-    return sorted(found)
 
 
 def _count(

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
-from smart_search.logs.files import ROTATED_SEARCH_LOG
+from smart_search.logs.files import FETCH_LOG, ROTATED_SEARCH_LOG
 
 MAX_LINE = 1 << 20
 CHUNK = 1 << 20
@@ -29,8 +29,12 @@ class FileStats:
         self.ignored = 0
 
 
-def list_log_files(directory: str, stats: FileStats) -> dict[str, list[str]]:
-    """Day → paths of that day's log files (rotated copies included), from one listing.
+def list_log_files(
+    directory: str, stats: FileStats, fetch_logs: dict[str, str] | None = None
+) -> dict[str, list[str]]:
+    """Day → paths of that day's search log files (rotated copies included), from one listing.
+    With `fetch_logs`, each day's fetch log (`FETCH_LOG`) is put there (day → path) rather than
+    counted among the files that are no log.
 
     Raises OSError when the directory exists but cannot be listed; a missing one lists nothing.
     """
@@ -43,11 +47,13 @@ def list_log_files(directory: str, stats: FileStats) -> dict[str, list[str]]:
         for entry in entries:
             match = re.fullmatch(ROTATED_SEARCH_LOG, entry.name)
             if match is None:
-                stats.ignored += 1
+                fetched = fetch_logs is not None and re.fullmatch(FETCH_LOG, entry.name)
+                if fetched and _is_day(fetched.group(1)):
+                    fetch_logs[fetched.group(1)] = entry.path  # type: ignore[index]
+                else:
+                    stats.ignored += 1
                 continue
-            try:
-                date.fromisoformat(match.group(1))
-            except ValueError:
+            if not _is_day(match.group(1)):
                 stats.ignored += 1  # search-2026-13-45.jsonl is nobody's day
                 continue
             stats.matched += 1
@@ -55,6 +61,14 @@ def list_log_files(directory: str, stats: FileStats) -> dict[str, list[str]]:
     for paths in by_day.values():
         paths.sort()
     return by_day
+
+
+def _is_day(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def read_batches(path: str, skipped: dict[str, int]) -> Iterator[tuple[list[bytes], bool]]:
