@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from smart_search.errors import FetchLimit, Timeout
 
 if TYPE_CHECKING:
+    from smart_search.host.config import Settings
     from smart_search.store import Store
 
 COUNTS_DOC = "fetch_counts"
@@ -108,7 +109,7 @@ def hold_host(
             doc[key] = until
         return doc, None
 
-    store.update(PACING_DOC, push, durable=False)
+    store.update(PACING_DOC, push)  # an advisory document: never flushed
 
 
 def _today(doc: dict[str, Any] | None, day: str) -> dict[str, Any]:
@@ -123,3 +124,18 @@ def _today(doc: dict[str, Any] | None, day: str) -> dict[str, Any]:
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def fetch_status(
+    settings: Settings, store: Store, day: str, agent_id: str | None
+) -> dict[str, Any]:
+    """search_quota_status's `fetches`: one agent's usage, or every agent's and the total."""
+    allocation = settings.fetch["daily_allocation"]
+    counts = fetch_counts(store, day)
+    if agent_id is not None:
+        return usage(counts.get(agent_id, 0), allocation)
+    return {
+        "date": day,
+        "total": sum(counts.values()),
+        "agents": {agent: usage(n, allocation) for agent, n in sorted(counts.items())},
+    }

@@ -186,6 +186,15 @@ class Settings:
     def is_configured_agent(self, agent_id: str) -> bool:
         return agent_id in self.agent_allocations
 
+    def allows_agent(self, agent_id: str) -> bool:
+        """Whether `agent_id` may call at all: any id, unless `strict_agents` admits only the
+        configured ones and the general agent."""
+        return (
+            not self.strict_agents
+            or agent_id == GENERAL_AGENT
+            or self.is_configured_agent(agent_id)
+        )
+
 
 # Settings' fields, and the defaults of those a call may leave out.
 _SETTINGS_FIELDS = frozenset(Settings.__slots__)

@@ -12,6 +12,7 @@ cache uncut, capped to `max_chars` → one line in `logs/fetch-YYYY-MM-DD.jsonl`
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -19,13 +20,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from smart_search import errors
-from smart_search.host.config import Settings
+from smart_search.host.config import GENERAL_AGENT, Settings
 
 if TYPE_CHECKING:
     from smart_search.sources.pages import Page, Resolver
     from smart_search.store import Store
 
-GENERAL_AGENT = "general"
 # Content types the extractor reads; a missing one is read as HTML.
 READABLE_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 
@@ -85,11 +85,7 @@ def smart_fetch(
     url: str = args["url"]
     agent_id: str = args.get("agent_id") or GENERAL_AGENT
     cap = _cap(args.get("max_chars"), settings)
-    if (
-        settings.strict_agents
-        and agent_id != GENERAL_AGENT
-        and not settings.is_configured_agent(agent_id)
-    ):
+    if not settings.allows_agent(agent_id):
         raise errors.UnknownAgent(errors.unknown_agent(agent_id))
     check_url(url)  # invalid_url: validation, before any state is touched
     store = open_store(settings)
@@ -139,10 +135,7 @@ def _answer(
 
 
 def cache_key(url: str) -> str:
-    # Its own namespace in the shared cache, apart from the search tiers' keys. (hashlib here:
-    # search_quota_status imports this module for `fetch_status` and needs none of it.)
-    import hashlib
-
+    # Its own namespace in the shared cache, apart from the search tiers' keys.
     return "fetch:" + hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -292,20 +285,3 @@ def _cache_put(call: _Call, key: str, page: dict[str, Any], ttl: int) -> None:
         )
     except Exception:  # noqa: BLE001 - the cache is advisory: it never fails a fetch
         pass
-
-
-def fetch_status(
-    settings: Settings, store: Store, day: str, agent_id: str | None
-) -> dict[str, Any]:
-    """search_quota_status's `fetches`: one agent's usage, or every agent's and the total."""
-    from smart_search.budget.fetches import fetch_counts, usage
-
-    allocation = settings.fetch["daily_allocation"]
-    counts = fetch_counts(store, day)
-    if agent_id is not None:
-        return usage(counts.get(agent_id, 0), allocation)
-    return {
-        "date": day,
-        "total": sum(counts.values()),
-        "agents": {agent: usage(n, allocation) for agent, n in sorted(counts.items())},
-    }

@@ -79,11 +79,7 @@ def smart_search(
     started = time.monotonic()
     agent_id: str = args["agent_id"]
     query = planner.fold_whitespace(args["query"])
-    if (
-        settings.strict_agents
-        and agent_id != planner.GENERAL_AGENT
-        and not settings.is_configured_agent(agent_id)
-    ):
+    if not settings.allows_agent(agent_id):
         # Validation: not logged as a search, no state touched.
         return failure_result("smart_search", UnknownAgent(unknown_agent(agent_id)))
     force: str | None = args.get("force_provider")
@@ -266,7 +262,7 @@ def search_quota_status(args: dict[str, Any], settings: Settings) -> dict[str, A
         from smart_search.search import cache
 
         status["cache"] = cache.status(settings, ledger.store, ledger.today)
-    from smart_search.search.fetch_tool import fetch_status
+    from smart_search.budget.fetches import fetch_status
 
     status["fetches"] = fetch_status(settings, ledger.store, ledger.today, agent_id)
     status["error"] = None
