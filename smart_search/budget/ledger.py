@@ -266,8 +266,12 @@ class Ledger:
         """Record what providers reported of their month (`{"used", "limit"}` from a usage
         endpoint), by (provider, account: "-" for the provider's own window, else the label of
         an account of its key pool), in one atomic step: a provider that says less is left than
-        we think wins; one without a limit says nothing about what is left."""
-        usable = {k: r for k, r in reports.items() if r.get("limit") is not None}
+        we think wins; one without its use or its limit says nothing about what is left."""
+        usable = {
+            k: r
+            for k, r in reports.items()
+            if r.get("used") is not None and r.get("limit") is not None
+        }
         if not usable:
             return
 

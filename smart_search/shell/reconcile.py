@@ -63,7 +63,7 @@ def reconcile(settings: Any, clock: Any = time.time) -> list[dict[str, Any]]:
                 asked[(p, account)] = report
     doc = ledger.snapshot()
     rows = drift_rows(doc, PROVIDERS, asked, clock())
-    ledger.adopt_reports({k: r for k, r in asked.items() if r.get("used") is not None})
+    ledger.adopt_reports(asked)
     return rows
 
 
