@@ -48,9 +48,6 @@ def build_fetch_line(
 
 
 def log_fetch(settings: Settings, day: str, line: dict[str, Any]) -> None:
-    from smart_search.logs.files import append_log, fetch_log_name
-    from smart_search.text.scrub import settings_secrets
+    from smart_search.logs.files import fetch_log_name, log_for
 
-    secrets = settings_secrets(settings)
-    name = fetch_log_name(day)
-    append_log(settings.state_dir, name, day, line, settings.log_retention_days, secrets)
+    log_for(settings, fetch_log_name(day), day, line)

@@ -19,9 +19,12 @@ import os
 import stat
 import sys
 from datetime import date, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from smart_search.host.config import Settings
 
 LOG_DIR = "logs"
 INTERNAL_ERRORS_LOG = "internal-errors.log"
@@ -57,6 +60,15 @@ def append_search_log(
     """Append `record` (scrubbed of `secrets`); never raises (a broken log must not break the
     search)."""
     append_log(state_dir, search_log_name(day), day, record, retention_days, secrets)
+
+
+def log_for(settings: Settings, name: str, day: str, line: dict[str, Any]) -> None:
+    """Append `line` to the log file `name` of `day` in `settings`' state directory, under its
+    retention, scrubbed of every key it holds; never raises."""
+    from smart_search.text.scrub import settings_secrets
+
+    secrets = settings_secrets(settings)
+    append_log(settings.state_dir, name, day, line, settings.log_retention_days, secrets)
 
 
 def append_log(

@@ -65,8 +65,6 @@ def build_line(
 
 def log_search(settings: Settings, day: str, line: dict[str, Any]) -> None:
     """Append one finished call's `line` (`build_line`) to the log of the ledger's `day`."""
-    from smart_search.logs.files import append_search_log
-    from smart_search.text.scrub import settings_secrets
+    from smart_search.logs.files import log_for, search_log_name
 
-    secrets = settings_secrets(settings)
-    append_search_log(settings.state_dir, day, line, settings.log_retention_days, secrets)
+    log_for(settings, search_log_name(day), day, line)
