@@ -107,9 +107,7 @@ class StateFile:
             fd = lock.acquire(self.lock_path, self.lock_timeout_s)
         except TimeoutError:
             raise LockTimeout(LOCKED) from None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:  # a link put there since the check above
-                raise StateUnsafe(_lock_link(self.lock_path)) from None
+        except OSError as exc:  # a link put there since the check above: StateUnsafe
             raise write_failure(self.lock_path, exc, "Lock file") from None
         self.last_lock_wait_s = perf_counter() - started
         flush = False
@@ -215,9 +213,9 @@ def _reason(exc: OSError) -> str:
     return exc.__class__.__name__
 
 
-def _link_refused(path: str) -> StateUnsafe:
+def _link_refused(path: str, what: str = "State file") -> StateUnsafe:
     return StateUnsafe(
-        f"State file {path} is a symbolic link; smart-search never follows links in its state "
+        f"{what} {path} is a symbolic link; smart-search never follows links in its state "
         "directory. It was left in place: remove it."
     )
 
@@ -225,7 +223,7 @@ def _link_refused(path: str) -> StateUnsafe:
 def write_failure(path: str, exc: OSError, what: str) -> StateCorrupt:
     """The error for an OSError met while creating or writing `path`."""
     if exc.errno == errno.ELOOP:
-        return _link_refused(path)
+        return _link_refused(path, what)
     return StateUnwritable(
         f"{what} {path} cannot be written ({_reason(exc)}). Nothing was changed or spent."
     )
@@ -267,15 +265,8 @@ def lstat_refusing_links(path: str, refusal: Callable[[], Exception]) -> os.stat
     return st
 
 
-def _lock_link(path: str) -> str:
-    return (
-        f"Lock file {path} is a symbolic link; smart-search never follows links in its state "
-        "directory. It was left in place: remove it."
-    )
-
-
 def check_lock_file(path: str) -> None:
-    st = lstat_refusing_links(path, lambda: StateUnsafe(_lock_link(path)))
+    st = lstat_refusing_links(path, lambda: _link_refused(path, "Lock file"))
     if st is None:
         return
     if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & _UNSAFE_BITS:
