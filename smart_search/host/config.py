@@ -10,14 +10,20 @@ package imports it from here.
 from __future__ import annotations
 
 import os
-import re
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from smart_search.errors import ConfigError
 from smart_search.host import openclaw
-from smart_search.host.config_checks import AGENT_ID, CHECKS, check_count, check_string, either
+from smart_search.host.config_checks import (
+    AGENT_ID,
+    CHECKS,
+    check_count,
+    check_string,
+    either,
+    is_header_safe,
+)
 from smart_search.host.config_entry import (
     API_KEY_NAMES,
     api_key_sources,
@@ -60,10 +66,6 @@ def engines(settings: Settings) -> tuple[str, ...]:
 
 # The chat agent of Strategy B (spec 4), always known, also under strict_agents.
 GENERAL_AGENT = "general"
-
-# What an API key may hold: printable ASCII. CR/LF would split the header, and httpx sends header
-# values as ASCII (anything else raised deep inside the request, with the key in the traceback).
-_HEADER_SAFE = re.compile(r"[\x20-\x7e]+")
 
 
 class Secret:
@@ -318,7 +320,7 @@ def _api_key(name: str, sources: Any, env: Any) -> Secret | None:
         return None
     value = found[1]
     # Never the value itself in the message: it is a secret.
-    if not _HEADER_SAFE.fullmatch(value):
+    if not is_header_safe(value):
         raise ConfigError(f"{name} contains characters that cannot be sent in an HTTP header.")
     return Secret(value)
 

@@ -24,6 +24,13 @@ def either(choices: tuple[str, ...]) -> str:
     return ", ".join(quoted[:-1]) + " or " + quoted[-1] if len(quoted) > 1 else "".join(quoted)
 
 
+def is_header_safe(value: str) -> bool:
+    """Whether `value` (an API key) can be sent in an HTTP header: printable ASCII, not empty.
+    CR/LF would split the header, and httpx sends header values as ASCII (anything else raised
+    deep inside the request, with the key in the traceback)."""
+    return bool(value) and value.isascii() and value.isprintable()
+
+
 def check_string(value: Any, name: str, key: ConfigKey | None = None) -> str:
     if not isinstance(value, str) or not value:
         raise ConfigError(f'Config key "{name}" must be a non-empty string.')

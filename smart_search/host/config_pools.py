@@ -17,12 +17,11 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from smart_search.errors import ConfigError
-from smart_search.host.config_checks import check_count
+from smart_search.host.config_checks import check_count, is_header_safe
 
 # A project's name is shown in status and logs as it is: a short plain label.
 _PROJECT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
-_HEADER_SAFE = re.compile(r"[\x20-\x7e]+")
 # Shorter keys would be mostly shown by their fingerprint (and no real API key is this short).
 MIN_KEY_CHARS = 8
 MAX_KEYS = 64
@@ -136,7 +135,7 @@ def build_pool(
                 f'Config key "{entry.path}" must be an API key of at least {MIN_KEY_CHARS} '
                 "characters."
             )
-        if not _HEADER_SAFE.fullmatch(value):
+        if not is_header_safe(value):
             raise ConfigError(
                 f'Config key "{entry.path}" contains characters that cannot be sent in an HTTP '
                 "header."
