@@ -187,6 +187,32 @@ def count(doc: Document, provider: str, label: str, day: str, month: str, units:
         e["month_used"] = max(0, e["month_used"] + units)
 
 
+def record(
+    e: dict[str, Any],
+    held: int,
+    now: float,
+    *,
+    remaining: int | None,
+    limit: int | None,
+    exhausted_until: float | None,
+    why: str | None,
+) -> None:
+    """What a provider said of a window or an account `e` (quota.observe, observe): its monthly
+    remaining, counted against what we had spent when it answered less `held`, the units of
+    calls in flight that may not have reached it yet; or that it is exhausted until a reset."""
+    if remaining is not None:
+        e["reported"] = {
+            "remaining": max(0, remaining),
+            "limit": limit,
+            "seen_at": now,
+            "used_at_seen": max(0, e["month_used"] - held),
+            "month": e["month"],
+        }
+    if exhausted_until is not None and exhausted_until > now:
+        e["exhausted_until"] = max(exhausted_until, e["exhausted_until"] or 0)
+        e["exhausted_why"] = why
+
+
 def in_flight(doc: Document, provider: str, label: str, now: float) -> int:
     return sum(
         h["units"]
@@ -211,17 +237,8 @@ def observe(
     """What the provider said about one account (its remaining, its exhaustion) and one key
     (refused: disabled until `disabled_until`)."""
     e = entry(doc, provider, label)
-    if remaining is not None:
-        e["reported"] = {
-            "remaining": max(0, remaining),
-            "limit": limit,
-            "seen_at": now,
-            "used_at_seen": max(0, e["month_used"] - in_flight(doc, provider, label, now)),
-            "month": e["month"],
-        }
-    if exhausted_until is not None and exhausted_until > now:
-        e["exhausted_until"] = max(exhausted_until, e["exhausted_until"] or 0)
-        e["exhausted_why"] = why
+    held = in_flight(doc, provider, label, now) if remaining is not None else 0
+    record(e, held, now, remaining=remaining, limit=limit, exhausted_until=exhausted_until, why=why)
     if disabled_until is not None and fingerprint is not None and disabled_until > now:
         e["disabled"][fingerprint] = max(disabled_until, e["disabled"].get(fingerprint) or 0)
 

@@ -510,21 +510,11 @@ def observe(
     """Record what the provider itself said: its monthly remaining, or that it is exhausted
     until a reset time. A provider that says less is left than we think wins; one that says
     more never raises our limit (headroom is the smaller of the two)."""
-    window = doc["windows"][provider]
-    if remaining is not None:
-        # Other calls' holds may not have reached the provider when it answered: count them as
-        # not yet in its figure, so what they settle to still counts down from it.
-        window["reported"] = {
-            "remaining": max(0, remaining),
-            "limit": limit,
-            "seen_at": now,
-            "used_at_seen": max(0, window["month_used"] - in_flight(doc, provider, now)),
-            "month": window["month"],
-        }
-    if exhausted_until is not None and exhausted_until > now:
-        current = window["exhausted_until"]
-        window["exhausted_until"] = max(exhausted_until, current or 0)
-        window["exhausted_why"] = why
+    # Other calls' holds may not have reached the provider when it answered: count them as not
+    # yet in its figure, so what they settle to still counts down from it.
+    held = in_flight(doc, provider, now) if remaining is not None else 0
+    keys.record(doc["windows"][provider], held, now, remaining=remaining, limit=limit,
+                exhausted_until=exhausted_until, why=why)  # fmt: skip
 
 
 def queries_remaining(
