@@ -86,6 +86,10 @@ export function agentFromDir(agentDir, config, fallback, env = process.env) {
   );
 }
 
+function cancelled() {
+  return new SmartSearchError("The call was cancelled.", "cancelled");
+}
+
 /**
  * Run `command` with no argument, `call` as JSON on stdin; resolve to the parsed result.
  * An abort (or the timeout) sends SIGTERM, then SIGKILL after `killGraceMs`, and rejects.
@@ -93,7 +97,7 @@ export function agentFromDir(agentDir, config, fallback, env = process.env) {
 export function runProduct(settings, call, signal) {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
-      reject(signal.reason ?? new SmartSearchError("The call was cancelled.", "cancelled"));
+      reject(signal.reason ?? cancelled());
       return;
     }
     let child;
@@ -140,7 +144,7 @@ export function runProduct(settings, call, signal) {
     child.on("close", (code, sig) => {
       clearTimeout(killTimer);
       if (stopReason === "aborted") {
-        finish(reject, signal?.reason ?? new SmartSearchError("The call was cancelled.", "cancelled"));
+        finish(reject, signal?.reason ?? cancelled());
         return;
       }
       if (stopReason === "timeout") {
@@ -279,7 +283,7 @@ export function createSearchProvider(pluginConfig) {
             );
           } catch (err) {
             if (context?.signal?.aborted) throw err;
-            const message = err instanceof SmartSearchError ? err.message : String(err?.message ?? err);
+            const message = String(err?.message ?? err);
             return { error: message, code: err?.code ?? "internal", provider: PROVIDER_ID };
           }
           return searchResult(product, query, Date.now() - started);
