@@ -14,7 +14,7 @@ from smart_search.host.config import Settings, load_settings
 from smart_search.sources.http import HttpResponse
 from smart_search.sources.providers.calls import ProviderCall, call_provider
 from tests.conftest import Env
-from tests.fakes import FakeServer
+from tests.fakes import FakeServer, Reply, fixture_bytes
 
 
 def provider_settings(
@@ -64,3 +64,29 @@ def assert_key_never_written(env: Env, key: str, *outputs: str | bytes) -> None:
     for file in env.state_dir.rglob("*"):
         if file.is_file():
             assert key.encode() not in file.read_bytes(), file
+
+
+def assert_walked_only_when_named(
+    env: Env, fake: FakeServer, name: str, path: str, install: Any, key: str
+) -> None:
+    """A scheduled agent's plan asks API `name` (not of the default chain) only once
+    `provider_order` names it: then after the routed provider and the rest of the chain, from the
+    agent's allocation. `install(env, fake, **config)` points the provider at `fake`."""
+    fake.route(path, Reply(200, body=fixture_bytes(f"{name}-ok.json")))
+    fake.route("/html/", Reply(404, b"no"))
+    # Without provider_order the plan is the spec's pair, then the web: it is never asked.
+    install(env, fake, agent_allocations={"cron": {name: 2}})
+    found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
+    assert name not in [a["provider"] for a in found["attempts"]]
+    assert not fake.requests_to(path)
+    # Named in the chain, it is walked after the routed provider and the rest of the chain.
+    install(env, fake, agent_allocations={"cron": {name: 2}}, provider_order=["gemini", name])
+    found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
+    assert found["error"] is None, found
+    assert (found["provider_used"], found["quota_source"]) == (name, "agent_allocation")
+    # No other key: Brave (routed) and Gemini are skipped, then it answers.
+    assert [a["provider"] for a in found["attempts"]] == ["brave", "gemini", name]
+    assert found["queries_remaining"] == 1
+    assert env.call("search_quota_status")["agents"]["cron"][name] == {
+        "allocated": 2, "used": 1, "remaining": 1}  # fmt: skip
+    assert_key_never_written(env, key)

@@ -20,6 +20,7 @@ from tests.fakes import FakeServer, Reply, fixture_bytes
 from tests.provider_support import (
     assert_api_error,
     assert_key_never_written,
+    assert_walked_only_when_named,
     provider_call,
     provider_settings,
     response,
@@ -287,26 +288,7 @@ def test_forced_serper_answers_and_status_shows_its_windows(
 def test_a_scheduled_agents_plan_walks_to_serper_when_provider_order_names_it(
     tmp_path: Path, fake: FakeServer
 ) -> None:
-    env = Env(tmp_path)
-    fake.route(PATH, Reply(200, body=fixture_bytes("serper-ok.json")))
-    fake.route("/html/", Reply(404, b"no"))
-    # Without provider_order the plan is the spec's pair, then the web: it is never asked.
-    _install(env, fake, agent_allocations={"cron": {"serper": 2}})
-    found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
-    assert "serper" not in [a["provider"] for a in found["attempts"]]
-    assert not fake.requests_to(PATH)
-    # Named in the chain, it is walked after the routed provider and the rest of the chain.
-    _install(env, fake, agent_allocations={"cron": {"serper": 2}},
-             provider_order=["gemini", "serper"])  # fmt: skip
-    found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
-    assert found["error"] is None, found
-    assert (found["provider_used"], found["quota_source"]) == ("serper", "agent_allocation")
-    # No other key: Brave (routed) and Gemini are skipped, then it answers.
-    assert [a["provider"] for a in found["attempts"]] == ["brave", "gemini", "serper"]
-    assert found["queries_remaining"] == 1
-    assert env.call("search_quota_status")["agents"]["cron"]["serper"] == {
-        "allocated": 2, "used": 1, "remaining": 1}  # fmt: skip
-    assert_key_never_written(env, KEY)
+    assert_walked_only_when_named(Env(tmp_path), fake, "serper", PATH, _install, KEY)
 
 
 def test_spent_credits_fall_through_and_mark_serper_exhausted(

@@ -21,7 +21,12 @@ from smart_search.sources.providers import tavily
 from smart_search.sources.providers.calls import ProviderCall
 from tests.conftest import REPO, Env
 from tests.fakes import FakeServer, Reply, fixture_bytes, fixture_json
-from tests.provider_support import assert_key_never_written, provider_call, provider_settings
+from tests.provider_support import (
+    assert_key_never_written,
+    assert_walked_only_when_named,
+    provider_call,
+    provider_settings,
+)
 
 KEY = "SENTINEL-TAVILY-KEY-0001"
 PATH = "/search"
@@ -330,28 +335,14 @@ def test_forced_tavily_answers_through_the_cli(tmp_path, fake) -> None:
 
 def test_a_scheduled_agent_walks_to_tavily_and_status_shows_its_windows(tmp_path, fake) -> None:
     env = Env(tmp_path)
-    fake.route(PATH, api("tavily-ok.json"))
-    fake.route("/html/", Reply(404, b"no"))
-    # Without provider_order the plan is the spec's pair, then the web: Tavily is never asked.
-    configure(env, fake, agent_allocations={"cron": {"tavily": 2}})
-    found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
-    assert "tavily" not in [a["provider"] for a in found["attempts"]]
-    assert not fake.requests_to(PATH)
-    configure(env, fake, agent_allocations={"cron": {"tavily": 2}},
-              provider_order=["gemini", "tavily"])  # fmt: skip
-    found = env.call("smart_search", {"query": "webb telescope", "agent_id": "cron"})
-    assert found["error"] is None, found
-    assert (found["provider_used"], found["quota_source"]) == ("tavily", "agent_allocation")
-    assert [a["provider"] for a in found["attempts"]] == ["brave", "gemini", "tavily"]
-    assert found["queries_remaining"] == 1
+    assert_walked_only_when_named(env, fake, "tavily", PATH, configure, KEY)
     status = env.call("search_quota_status", {})
-    assert status["agents"]["cron"]["tavily"] == {"allocated": 2, "used": 1, "remaining": 1}
     windows = status["windows"]["tavily"]
     assert windows["unit"] == "credit" and windows["reset_timezone"] == "UTC"
     assert windows["daily"]["limit"] == 33 and windows["daily"]["used"] == 1
     assert windows["monthly"]["limit"] == 1000 and windows["monthly"]["used"] == 1
     assert status["providers"]["tavily"]["daily_limit"] == 33
-    assert_key_never_written(env, KEY, json.dumps(found), json.dumps(status))
+    assert_key_never_written(env, KEY, json.dumps(status))
 
 
 def test_a_432_stops_the_month_and_the_call_falls_through(tmp_path, fake) -> None:
