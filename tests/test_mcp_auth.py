@@ -132,6 +132,8 @@ def test_no_token_or_a_wrong_one_is_401_with_www_authenticate(env: Env, fake: Fa
     server = HttpServer(env)
 
     async def main() -> None:
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
         assert server.url is not None
         for token in (None, TOKEN_WRONG, TOKEN_A + "x", TOKEN_A[:-1], "Bearer " + TOKEN_A):
             response = await post_initialize(server.url, token)
@@ -146,6 +148,18 @@ def test_no_token_or_a_wrong_one_is_401_with_www_authenticate(env: Env, fake: Fa
         # ...and can with one: the same request, authorized.
         response = await post_initialize(server.url, TOKEN_A)
         assert response.status_code == 200
+        # The SDK binds the session to the token that opened it: another token cannot use it.
+        session_id = response.headers["mcp-session-id"]
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+        for token, expected in ((TOKEN_ALL, 404), (None, 401), (TOKEN_A, 200)):
+            async with create_mcp_http_client(headers=headers(token)) as client:
+                sent = {
+                    "accept": "application/json, text/event-stream",
+                    "mcp-session-id": session_id,
+                    "mcp-protocol-version": "2025-06-18",
+                }
+                reuse = await client.post(server.url, json=listing, headers=sent)
+            assert reuse.status_code == expected, reuse.text
 
     try:
         run(main)
@@ -353,37 +367,32 @@ def test_a_token_whose_variable_is_unset_stops_the_start(env: Env, fake: FakeSer
     assert env.call("search_quota_status").get("error") is None
 
 
-def test_insecure_no_auth_starts_beyond_loopback(env: Env, fake: FakeServer) -> None:
-    """Bound to 0.0.0.0 (every local interface, no network needed), reached on 127.0.0.1."""
-    configure(env, fake)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "smart_search", "mcp", "--http", "0.0.0.0:0", "--insecure-no-auth"],
-        env=env.environ, cwd=str(env.root), stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    assert proc.stderr is not None
-    lines: list[str] = []
+def test_beyond_loopback_starts_with_tokens_or_in_writing(env: Env, fake: FakeServer) -> None:
+    """Bound to 0.0.0.0 (every local interface, no network needed), reached on 127.0.0.1: with
+    tokens it starts and asks for them; without, only with --insecure-no-auth, with a warning."""
+
+    async def status(url: str, token: str | None) -> int:
+        return (await post_initialize(url.replace("0.0.0.0", "127.0.0.1"), token)).status_code
+
+    configure_tokens(env, fake)
+    server = HttpServer(env, address="0.0.0.0:0")
     try:
-        for raw in proc.stderr:
-            lines.append(raw.decode())
-            if "listening on" in lines[-1]:
-                break
-        assert "--insecure-no-auth" in "".join(lines) and "warning" in "".join(lines)
-        port = lines[-1].rsplit(":", 1)[1].split("/", 1)[0]
-        url = f"http://127.0.0.1:{port}/mcp"
-
-        async def main() -> None:
-            response = await post_initialize(url, None)
-            assert response.status_code == 200
-
-        run(main)
+        assert server.url is not None and server.url.startswith("http://0.0.0.0:")
+        assert anyio.run(status, server.url, None) == 401
+        assert anyio.run(status, server.url, TOKEN_ALL) == 200
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        server.close()
+    assert "warning" not in "".join(server.stderr)
+    configure(env, fake)
+    server = HttpServer(env, "--insecure-no-auth", address="0.0.0.0:0")
+    try:
+        assert server.url is not None
+        assert anyio.run(status, server.url, None) == 200
+    finally:
+        server.close()
+    err = "".join(server.stderr)
+    assert "warning" in err and "--insecure-no-auth" in err
+    assert_no_token(every_text(env, server))
 
 
 def test_insecure_no_auth_needs_http(env: Env) -> None:
