@@ -395,6 +395,17 @@ def test_beyond_loopback_starts_with_tokens_or_in_writing(env: Env, fake: FakeSe
     assert_no_token(every_text(env, server))
 
 
+def test_an_unreadable_config_stops_an_http_start(env: Env, fake: FakeServer) -> None:
+    """Whether tokens are configured cannot be told: not even loopback starts unguarded."""
+    configure_tokens(env, fake, retry_max_attempts="three")
+    for address in ("127.0.0.1:0", "0.0.0.0:0"):
+        proc = start(env, "--http", address)
+        assert proc.returncode == 2
+        err = proc.stderr.decode()
+        assert 'Config key "retry_max_attempts"' in err and "listening on" not in err
+        assert_no_token(err)
+
+
 def test_insecure_no_auth_needs_http(env: Env) -> None:
     proc = start(env, "--insecure-no-auth")
     assert proc.returncode == 2

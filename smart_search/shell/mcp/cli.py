@@ -118,19 +118,17 @@ def main(argv: list[str]) -> int:
 
 def http_guard(service: Service, host: str, insecure: bool) -> bool | None:
     """Whether HTTP requests need a token (`mcp.tokens` is set), after saying on stderr what is
-    wrong: None (do not start) when a token's variable is unset, or when HOST is beyond loopback
-    with no tokens and no --insecure-no-auth. Decided before any socket is bound."""
+    wrong: None (do not start) when the config cannot be read (whether tokens are configured
+    cannot be told), when a token's variable is unset, or when HOST is beyond loopback with no
+    tokens and no --insecure-no-auth. Decided before any socket is bound."""
     from smart_search.errors import SearchError
     from smart_search.text.urls import is_loopback_host
 
-    loopback = is_loopback_host(host)
     try:
         tokens = service.settings().mcp["tokens"]
     except SearchError as err:
-        if not loopback:  # cannot tell whether tokens are configured: do not guess
-            sys.stderr.write(f"smart-search mcp: {err.message}\n")
-            return None
-        tokens = ()
+        sys.stderr.write(f"smart-search mcp: {err.message}\n")
+        return None
     if tokens:
         from smart_search.host.config_tokens import unset_tokens
 
@@ -138,7 +136,7 @@ def http_guard(service: Service, host: str, insecure: bool) -> bool | None:
         for message in unset:
             sys.stderr.write(f"smart-search mcp: {message}\n")
         return None if unset else True
-    if loopback:
+    if is_loopback_host(host):
         return False
     if not insecure:
         sys.stderr.write(
