@@ -1,8 +1,10 @@
 """Warm-call latency of the MCP server, measured from the SDK's own client (issue 13, point 6).
 
-    python bench/mcp_bench.py [--calls 300] [--transport stdio,http]
+    python bench/mcp_bench.py [--calls 300] [--transport stdio,http,http-token]
 
 Starts `python -m smart_search mcp` (stdio, and `--http 127.0.0.1:0`) in a throwaway state dir,
+`http-token` with 32 `mcp.tokens` configured and the last one sent (issue 28: every request's
+token checked against each of them),
 warms it up, then times `--calls` sequential round trips of each kind from `session.call_tool`
 to its parsed result (the client's output-schema validation included):
 
@@ -32,6 +34,7 @@ sys.path.insert(0, str(REPO))
 
 AGENT = "bench-agent"
 WARMUP = 20
+TOKENS = [f"bench-token-{i:02d}-0123456789abcdef" for i in range(32)]
 TARGETS_MS = {"search_quota_status": 5.0, "smart_search": 20.0}
 
 
@@ -46,6 +49,7 @@ def environment(root: Path, fake_url: str, calls: int) -> dict[str, str]:
                         "providers": {
                             "brave": {"daily_limit": 10**6, "monthly_limit": 10**7},
                         },
+                        "mcp": {"tokens": [{"value": t, "agents": "*"} for t in TOKENS]},
                     },
                     "env": {"BRAVE_API_KEY": "bench-key"},
                 }
@@ -101,8 +105,21 @@ async def over_stdio(env: dict[str, str], calls: int) -> dict[str, list[float]]:
 
 
 async def over_http(env: dict[str, str], calls: int) -> dict[str, list[float]]:
+    """Without tokens: the config's `mcp` key is dropped for this run."""
+    config = json.loads(Path(env["OPENCLAW_CONFIG_PATH"]).read_text())
+    config["skills"]["entries"]["smart-search"]["config"].pop("mcp")
+    Path(env["OPENCLAW_CONFIG_PATH"]).write_text(json.dumps(config))
+    return await over_http_as(env, calls, None)
+
+
+async def over_http_token(env: dict[str, str], calls: int) -> dict[str, list[float]]:
+    return await over_http_as(env, calls, TOKENS[-1])
+
+
+async def over_http_as(env: dict[str, str], calls: int, token: str | None) -> dict[str, Any]:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "smart_search", "mcp", "--http", "127.0.0.1:0"],
@@ -122,10 +139,14 @@ async def over_http(env: dict[str, str], calls: int) -> dict[str, list[float]]:
         if not url:
             raise SystemExit("the HTTP server did not start")
         threading.Thread(target=proc.stderr.read, daemon=True).start()
-        async with streamable_http_client(url) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                return await measure(session, calls)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with (
+            create_mcp_http_client(headers=headers) as client,
+            streamable_http_client(url, http_client=client) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await measure(session, calls)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -142,9 +163,9 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
-    parser.add_argument("--transport", default="stdio,http")
+    parser.add_argument("--transport", default="stdio,http,http-token")
     opts = parser.parse_args()
-    runners = {"stdio": over_stdio, "http": over_http}
+    runners = {"stdio": over_stdio, "http": over_http, "http-token": over_http_token}
     print(f"{'transport':<10} {'tool':<22} {'p50 ms':>8} {'p95 ms':>8} {'target p50':>11}  verdict")
     failed = False
     for transport in opts.transport.split(","):

@@ -139,9 +139,9 @@ async def stdio_session(env: Env, *extra: str) -> AsyncIterator[Any]:
 class HttpServer:
     """`smart-search mcp --http 127.0.0.1:0` as a subprocess; `url` from its stderr line."""
 
-    def __init__(self, env: Env, *extra: str) -> None:
+    def __init__(self, env: Env, *extra: str, address: str = "127.0.0.1:0") -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "smart_search", "mcp", "--http", "127.0.0.1:0", *extra],
+            [sys.executable, "-m", "smart_search", "mcp", "--http", address, *extra],
             env=env.environ,
             cwd=str(env.root),
             stdin=subprocess.DEVNULL,
@@ -811,4 +811,3 @@ def test_stdio_server_exits_when_its_client_goes_away(env: Env) -> None:
             proc.kill()
     assert code == 0
     assert proc.stdout is not None and proc.stdout.read() == b""
-

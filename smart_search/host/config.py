@@ -20,6 +20,7 @@ from smart_search.host.config_checks import (
     AGENT_ID,
     CHECKS,
     check_count,
+    check_object,
     check_string,
     either,
     is_header_safe,
@@ -147,6 +148,8 @@ class Settings:
     # Key pools (issue 20, point 3; config_pools.py): per provider, its keys in config order;
     # () for a provider with its one `<P>_API_KEY` (or none), which is no pool.
     key_pools: dict[str, tuple[PoolKey, ...]]  # never mutated
+    # The MCP server over HTTP (issue 28): `tokens`, each a config_tokens.McpToken.
+    mcp: dict[str, Any]  # never mutated
 
     __slots__ = tuple(__annotations__)
 
@@ -209,6 +212,7 @@ _SETTINGS_DEFAULTS: dict[str, Any] = {
     'source_weights': {},
     'tracking_params': (),
     'key_pools': {},
+    'mcp': {'tokens': ()},
 }
 
 
@@ -280,19 +284,30 @@ def _build(
         for provider, name in zip(PROVIDERS, API_KEY_NAMES, strict=True)
     }
     _key_pools(values, sources, env)
+    if values["mcp"]["tokens"]:
+        from smart_search.host.config_tokens import resolve_tokens
+
+        tokens = resolve_tokens(values["mcp"]["tokens"], _lookup(sources, env), Secret)
+        values["mcp"] = {**values["mcp"], "tokens": tokens}
     _check_budgets(values)
     return Settings(**values)
+
+
+def _lookup(sources: Any, env: Any) -> Any:
+    """A variable's value as an API key's is found (`sources`, in order), or None."""
+
+    def lookup(variable: str) -> str | None:
+        found = find_api_key(variable, sources, env)
+        return None if found is None else found[1]
+
+    return lookup
 
 
 def _key_pools(values: dict[str, Any], sources: Any, env: Any) -> None:
     """Each provider's key pool (`providers.<p>.keys`, else `<P>_API_KEYS`): its first key is
     the provider's key, and its windows are the sum of its accounts' (each key's, or each
     project's; a key's limits are the provider's unless its entry sets its own)."""
-
-    def lookup(variable: str) -> str | None:
-        found = find_api_key(variable, sources, env)
-        return None if found is None else found[1]
-
+    lookup = _lookup(sources, env)
     pools: dict[str, tuple[PoolKey, ...]] = {}
     for p, name in zip(PROVIDERS, API_KEY_NAMES, strict=True):
         entries = values["key_pools"][p]
@@ -332,6 +347,19 @@ def _check_keys(value: Any, name: str, key: ConfigKey | None = None) -> Any:
     from smart_search.host.config_pools import check_entries
 
     return check_entries(value, name, key)
+
+
+def _check_tokens(value: Any, name: str, key: ConfigKey | None = None) -> Any:
+    """`mcp.tokens` (config_tokens.py, loaded only when tokens are configured)."""
+    if value is None or value == ():
+        return ()
+    from smart_search.host.config_tokens import check_tokens
+
+    return check_tokens(value, name, key)
+
+
+def _mcp(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
+    return check_object(value, name, key, _CHECKS)
 
 
 # --- the kinds whose check needs the provider list (config_checks.py holds the others) --------
@@ -492,6 +520,8 @@ _CHECKS = {
     "allocation": _allocation,
     "weights": _weights,
     "keys": _check_keys,
+    "tokens": _check_tokens,
+    "mcp": _mcp,
 }
 
 

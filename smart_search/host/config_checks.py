@@ -219,9 +219,12 @@ def _redis_backend(backend: dict[str, Any]) -> dict[str, Any]:
     return {"url": url, "prefix": prefix}
 
 
-def _check_fields(value: Any, name: str, fields: tuple[ConfigKey, ...]) -> dict[str, Any]:
-    """An object key (`cache`, `fetch`): each field by its own row; unknown keys are refused
-    so a typo never goes unnoticed."""
+def _check_fields(
+    value: Any, name: str, fields: tuple[ConfigKey, ...], checks: Any = None
+) -> dict[str, Any]:
+    """An object key (`cache`, `fetch`): each field by its own row (`checks`: each kind's
+    check, CHECKS unless given); unknown keys are refused so a typo never goes unnoticed."""
+    checks = CHECKS if checks is None else checks
     if not isinstance(value, dict):
         raise ConfigError(f'Config key "{name}" must be an object.')
     leaves = [field.name.rsplit(".", 1)[1] for field in fields]
@@ -231,7 +234,7 @@ def _check_fields(value: Any, name: str, fields: tuple[ConfigKey, ...]) -> dict[
                 f'Config key "{name}.{str(leaf)[:64]}" is not one of {", ".join(leaves)}.'
             )
     return {
-        leaf: CHECKS[field.kind](value.get(leaf, field.default), field.name, field)
+        leaf: checks[field.kind](value.get(leaf, field.default), field.name, field)
         for leaf, field in zip(leaves, fields, strict=True)
     }
 
@@ -245,6 +248,11 @@ def check_cache(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
 def check_fetch(value: Any, name: str, key: ConfigKey) -> dict[str, Any]:
     """`fetch`: smart_fetch's settings (search/fetch_tool.py), every field filled in."""
     return _check_fields(value, name, fields_of("fetch"))
+
+
+def check_object(value: Any, name: str, key: ConfigKey, checks: Any) -> dict[str, Any]:
+    """An object key whose fields need checks from above this module (`mcp`: its tokens)."""
+    return _check_fields(value, name, fields_of(key.name), checks)
 
 
 # Each kind of config_keys.KEYS that needs no provider list, and its check.

@@ -307,6 +307,13 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey(
         "timezone", "zone", None, "zone whose calendar day the quota and logs follow (unset: UTC)"
     ),
+    ConfigKey("mcp", "mcp", {}, "the MCP server over HTTP: its keys below"),
+    ConfigKey(
+        "mcp.tokens", "tokens", (),
+        "bearer tokens `smart-search mcp --http` accepts: `{\"env\": VAR}` or "
+        "`{\"value\": TOKEN}`, each with `agents` (ids, or `\"*\"`: all, and the whole ledger) "
+        "and an optional `label` (the logs' `client`); set, a request without one is refused",
+    ),
 )  # fmt: skip
 
 
@@ -379,6 +386,8 @@ KIND_TYPES = {
     "cache": "object",
     "keys": "array or null",
     "fetch": "object",
+    "mcp": "object",
+    "tokens": "array",
 }
 # The docs page's "allowed" column for kinds without bounds or choices.
 KIND_RULES = {
@@ -386,6 +395,9 @@ KIND_RULES = {
     "backend": "the keys below",
     "cache": "the keys below",
     "fetch": "the keys below",
+    "mcp": "the keys below",
+    "tokens": "at most 256 entries; tokens of 16 to 512 of letters, digits, `-._~+/` (`=` at "
+    "the end), each listed once; labels unique",
     "provider": " or ".join(f"`{n}`" for n in registry.api_names()),
     "providers_chain": "each of "
     + ", ".join(f"`{n}`" for n in registry.api_names())

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from smart_search.contract import load_schema
+from smart_search.logs.line import with_client
 from smart_search.text.stamps import utc_stamp
 
 if TYPE_CHECKING:
@@ -25,11 +26,13 @@ def build_fetch_line(
     latency_ms: float,
     http_status: int | None,
     now: float | None = None,
+    client: str | None = None,
 ) -> dict[str, Any]:
-    """The line for one smart_fetch `result` (its success or error shape)."""
+    """The line for one smart_fetch `result` (its success or error shape); `client` as in the
+    search log."""
     failed = result.get("error") is not None
     outcome = "failed" if failed else ("cached" if result.get("cached") else "fetched")
-    return {
+    line = {
         "timestamp": utc_stamp(now, millis=True),
         "tool": "smart_fetch",
         "agent_id": agent_id,
@@ -45,6 +48,7 @@ def build_fetch_line(
         "latency_ms": latency_ms,
         "log_version": load_schema(SCHEMA)["properties"]["log_version"]["const"],
     }
+    return with_client(line, client)
 
 
 def log_fetch(settings: Settings, day: str, line: dict[str, Any]) -> None:

@@ -36,10 +36,11 @@ def build_line(
     latency_ms: float,
     units_saved: int = 0,
     now: float | None = None,
+    client: str | None = None,
 ) -> dict[str, Any]:
     """The line for one call's `result` (smart_search's full result shape); `mode` is "first"
-    or "deep" (the schema's enum)."""
-    return {
+    or "deep" (the schema's enum); `client`: the label of the MCP token that made the call."""
+    line = {
         "timestamp": utc_stamp(now, millis=True),
         "agent_id": agent_id,
         "query": query,
@@ -61,6 +62,15 @@ def build_line(
         "units_saved": units_saved,
         "mode": mode,
     }
+    return with_client(line, client)
+
+
+def with_client(line: dict[str, Any], client: str | None) -> dict[str, Any]:
+    """`line` with `client` (an MCP token's label, never the token) when a token made the call:
+    the field is absent otherwise, so lines of the CLI and of stdio MCP are as they were."""
+    if client is not None:
+        line["client"] = client
+    return line
 
 
 def log_search(settings: Settings, day: str, line: dict[str, Any]) -> None:

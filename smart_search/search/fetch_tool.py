@@ -74,9 +74,10 @@ def smart_fetch(
     *,
     clock: Callable[[], float] = time.time,
     resolver: Resolver | None = None,
+    client: str | None = None,
 ) -> dict[str, Any]:
     """One fetch. `clock`: Unix time (cache ages, pacing, the day); `resolver`: host → addresses
-    (tests point names at loopback fakes)."""
+    (tests point names at loopback fakes); `client`: the MCP token's label, for the log."""
     from smart_search.budget.ledger import today
     from smart_search.sources.pages import check_url
     from smart_search.store import open_store
@@ -104,7 +105,7 @@ def smart_fetch(
     line = build_fetch_line(
         agent_id=agent_id, url=url, result=result, bytes_read=call.bytes_read,
         latency_ms=round((time.monotonic() - started) * 1000, 1),
-        http_status=call.http_status, now=clock(),
+        http_status=call.http_status, now=clock(), client=client,
     )  # fmt: skip
     log_fetch(settings, call.day, line)
     return result

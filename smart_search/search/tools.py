@@ -70,9 +70,11 @@ def smart_search(
     *,
     backends: Any = None,
     clock: Callable[[], float] = time.time,
+    client: str | None = None,
 ) -> dict[str, Any]:
     """One search. `backends`: the network (tests swap in fakes); `clock`: Unix time for the
-    whole run (the ledger's windows, the breaker, pacing slots and cache ages), injectable."""
+    whole run (the ledger's windows, the breaker, pacing slots and cache ages), injectable;
+    `client`: the label of the MCP token that made the call, for the log line."""
     from smart_search.logs.line import build_line, log_search
     from smart_search.search import planner
 
@@ -96,7 +98,8 @@ def smart_search(
         saved = run.cache.units_saved if result["cached"] else 0
     latency_ms = round((time.monotonic() - started) * 1000, 1)
     line = build_line(result, agent_id=agent_id, query=query, force=force, latency_ms=latency_ms,
-                      mode="deep" if deep else "first", units_saved=saved, now=clock())  # fmt: skip
+                      mode="deep" if deep else "first", units_saved=saved, now=clock(),
+                      client=client)  # fmt: skip
     log_search(settings, run.ledger.today, line)
     return result
 
@@ -311,7 +314,7 @@ def call_tool(
         elif tool == "smart_fetch":
             from smart_search.search.fetch_tool import smart_fetch
 
-            wanted = {k: v for k, v in options.items() if k in ("clock", "resolver")}
+            wanted = {k: v for k, v in options.items() if k in ("clock", "resolver", "client")}
             result = smart_fetch(args, settings, **wanted)
         elif tool == "search_quota_status":
             result = search_quota_status(args, settings)

@@ -49,11 +49,14 @@ def secret_values(keys: Iterable[str | None]) -> tuple[str, ...]:
 
 
 def settings_secrets(settings: Any) -> tuple[str, ...]:
-    """The scrub list for a `Settings` (its configured API keys)."""
+    """The scrub list for a `Settings` (its configured API keys and MCP tokens)."""
     keys = getattr(settings, "api_keys", None) or {}
     found = [secret.reveal() for secret in keys.values() if secret is not None]
     for pool in (getattr(settings, "key_pools", None) or {}).values():
         found.extend(key.secret.reveal() for key in pool)  # every key of a key pool
+    for token in (getattr(settings, "mcp", None) or {}).get("tokens", ()):
+        if getattr(token, "secret", None) is not None:  # the MCP server's bearer tokens
+            found.append(token.secret.reveal())
     return secret_values(found)
 
 

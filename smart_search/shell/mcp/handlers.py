@@ -24,6 +24,7 @@ from smart_search.shell.mcp.catalog import (
     output_schema,
     tool_description,
 )
+from smart_search.shell.mcp.identity import EVERY_AGENT, Identity
 from smart_search.shell.mcp.service import Service
 
 # Calls served at once; more wait for a thread. Each holds a thread for up to total_timeout_ms.
@@ -33,14 +34,15 @@ MAX_CONCURRENT_CALLS = 64
 CANCEL_GRACE_S = 10.0
 
 
-def build_server(service: Service) -> Any:
-    """The SDK's low-level `Server` with our handlers (imports the SDK)."""
+def build_server(service: Service, *, tokens: bool = False) -> Any:
+    """The SDK's low-level `Server` with our handlers (imports the SDK). `tokens`: every request
+    carries a verified bearer token (HTTP with `mcp.tokens`), whose identity each call obeys."""
     import anyio
     from mcp.server.lowlevel import Server
 
     from smart_search import __version__
 
-    handlers = Handlers(service, anyio.CapacityLimiter(MAX_CONCURRENT_CALLS))
+    handlers = Handlers(service, anyio.CapacityLimiter(MAX_CONCURRENT_CALLS), tokens=tokens)
     return Server(
         "smart-search",
         version=__version__,
@@ -57,9 +59,19 @@ class Handlers:
     """The requests the server answers, over one `Service`. Blocking work runs in worker threads,
     at most MAX_CONCURRENT_CALLS at once (`limiter`)."""
 
-    def __init__(self, service: Service, limiter: Any) -> None:
+    def __init__(self, service: Service, limiter: Any, *, tokens: bool = False) -> None:
         self.service = service
         self.limiter = limiter
+        self.tokens = tokens
+
+    def identity(self) -> Identity | None:
+        """The caller's identity; None where no token is asked for (stdio, or HTTP without
+        tokens). With tokens, a request that somehow reached us without one acts for no one."""
+        if not self.tokens:
+            return None
+        from smart_search.shell.mcp.auth import current_identity
+
+        return current_identity() or Identity("unauthenticated", ())
 
     def tools(self) -> list[Any]:
         """The tools as the SDK lists them, with this server's default agent."""
@@ -96,9 +108,10 @@ class Handlers:
         from smart_search.sources.http import CancelScope
 
         scope = CancelScope()
+        identity = self.identity()
         try:
             result = await run_in_worker(
-                lambda: self.service.call(params.name, params.arguments, scope),
+                lambda: self.service.call(params.name, params.arguments, scope, identity),
                 scope,
                 self.limiter,
             )
@@ -138,6 +151,12 @@ class Handlers:
 
         if str(params.uri) != STATUS_URI:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown resource: {params.uri}")
+        identity = self.identity()
+        if identity is not None and not identity.allows(EVERY_AGENT):
+            # The snapshot is the whole ledger: only a token for every agent reads it.
+            from smart_search.errors import unknown_agent
+
+            raise MCPError(code=types.INVALID_PARAMS, message=unknown_agent(EVERY_AGENT))
         snapshot = await anyio.to_thread.run_sync(self.service.status, limiter=self.limiter)
         return types.ReadResourceResult(
             contents=[

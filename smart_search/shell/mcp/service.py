@@ -10,6 +10,7 @@ import threading
 from typing import Any
 
 from smart_search.shell.mcp.catalog import DEFAULTED_TOOLS
+from smart_search.shell.mcp.identity import Identity, refusal
 
 
 class Service:
@@ -96,21 +97,42 @@ class Service:
                 request["args"] = {**(arguments or {}), "agent_id": agent}
         return request
 
-    def call(self, tool: str, arguments: dict[str, Any] | None, scope: Any = None) -> Any:
+    def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any] | None,
+        scope: Any = None,
+        identity: Identity | None = None,
+    ) -> Any:
         """Run one call (blocking) under the cancel scope; the CLI's result object. Raises
-        errors.Cancelled when the scope was cancelled before an answer came."""
+        errors.Cancelled when the scope was cancelled before an answer came. `identity`: the
+        HTTP caller's token (None: stdio, or HTTP without tokens); a call acting for an agent it
+        does not name is refused before anything runs, and its label is the log's `client`."""
         from smart_search.errors import SearchError
+        from smart_search.search.tools import failure_result
         from smart_search.shell.runner import handle_request
         from smart_search.sources.http import CancelScope, cancel_scope
 
         try:
             request = self.request(tool, arguments)
         except SearchError as err:  # the config that holds the default is broken
-            from smart_search.search.tools import failure_result
-
             return failure_result(tool, err)
+        refused = refusal(identity, request)
+        if refused is not None:
+            return failure_result(tool, refused)
+        options = {} if identity is None else {"client": identity.label}
         with cancel_scope(scope or CancelScope()):
-            return handle_request(request, self.environ, settings_loader=self.settings)
+            return handle_request(request, self.environ, settings_loader=self.settings, **options)
+
+    def tokens(self) -> tuple[Any, ...]:
+        """The configured `mcp.tokens` (config_tokens.McpToken), read live; none when the config
+        cannot be read, so a broken config lets no one in."""
+        from smart_search.errors import SearchError
+
+        try:
+            return tuple(self.settings().mcp["tokens"])
+        except SearchError:
+            return ()
 
     def status(self) -> dict[str, Any]:
         """The resource: the full quota object and every circuit breaker, read live."""
