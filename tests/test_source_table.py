@@ -56,20 +56,18 @@ def test_a_row_per_source_and_per_openclaw_provider() -> None:
         assert own in registered
 
 
+def run_module(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "smart_search.host.source_table", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+
+
 def test_the_module_writes_the_table_on_its_command_line() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "smart_search.host.source_table", "--markdown"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPO,
-    )
+    proc = run_module("--markdown")
     assert proc.returncode == 0 and proc.stdout == source_table.markdown()
-    bad = subprocess.run(
-        [sys.executable, "-m", "smart_search.host.source_table", "--nope"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPO,
-    )
+    bad = run_module("--nope")
     assert bad.returncode == 2 and "usage:" in bad.stderr
