@@ -49,22 +49,24 @@ class HostEnv(Mapping[str, str]):
         self.env = env
         top = root.get("env") if isinstance(root.get("env"), dict) else {}
         self.vars = top.get("vars") if isinstance(top.get("vars"), dict) else {}
-        self._dotenv: dict[str, str] | None = None
+        self._dotenv: tuple[str, dict[str, str]] | None = None
 
     @property
-    def dotenv(self) -> dict[str, str]:
+    def dotenv(self) -> tuple[str, dict[str, str]]:
+        """The global `.env`'s path and variables, read on first use."""
         if self._dotenv is None:
-            self._dotenv = read_global_env(self.env)
+            path = global_env_path(self.env)
+            self._dotenv = (path, read_global_env(self.env, path))
         return self._dotenv
 
     def where(self, name: str) -> tuple[str, str] | None:
         """(label, value) of the first non-empty `name`."""
-        for label, source in (
-            ("environment", self.env),
-            (global_env_path(self.env), None),
-            ("env.vars", self.vars),
-        ):
-            value = (self.dotenv if source is None else source).get(name)
+        value = self.env.get(name)
+        if isinstance(value, str) and value.strip():
+            return "environment", value.strip()
+        path, variables = self.dotenv
+        for label, source in ((path, variables), ("env.vars", self.vars)):
+            value = source.get(name)
             if isinstance(value, str) and value.strip():
                 return label, value.strip()
         return None
@@ -76,10 +78,10 @@ class HostEnv(Mapping[str, str]):
         return found[1]
 
     def __iter__(self) -> Iterator[str]:
-        return iter({*self.env, *self.dotenv, *self.vars})
+        return iter({*self.env, *self.dotenv[1], *self.vars})
 
     def __len__(self) -> int:
-        return len({*self.env, *self.dotenv, *self.vars})
+        return len({*self.env, *self.dotenv[1], *self.vars})
 
 
 def places(source: Source) -> tuple[str, ...]:

@@ -23,10 +23,11 @@ def global_env_path(env: Env) -> str:
     return os.path.join(state_dir(env)[0], ".env")
 
 
-def read_global_env(env: Env) -> dict[str, str]:
-    """The variables the global `.env` sets; {} when it is missing or unreadable."""
+def read_global_env(env: Env, path: str | None = None) -> dict[str, str]:
+    """The variables the global `.env` (at `path`, else where it is) sets; {} when it is missing
+    or unreadable."""
     try:
-        with open(global_env_path(env), "rb") as fh:
+        with open(path or global_env_path(env), "rb") as fh:
             raw = fh.read(MAX_BYTES + 1)
     except OSError:
         return {}
