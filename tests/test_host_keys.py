@@ -433,3 +433,42 @@ def test_a_key_from_openclaw_never_leaks_even_when_echoed(tmp_path: Path) -> Non
     written = b"".join(p.read_bytes() for p in env.state_dir.rglob("*") if p.is_file())
     for where in (proc.stdout, proc.stderr, written):
         assert SENTINEL.encode() not in where
+
+
+def test_a_long_running_server_sees_a_key_added_to_openclaws_dotenv(tmp_path: Path) -> None:
+    from smart_search.shell.mcp.service import Service
+
+    secret = private_file(tmp_path / "s" / "k.txt", OTHER)
+    ref = {"source": "file", "provider": "one", "id": "value"}
+    one = {"source": "file", "path": str(secret), "mode": "singleValue"}
+    doc = merged({"secrets": {"providers": {"one": one}}}, plugin_key("exa", ref))
+    path = tmp_path / "oc" / "openclaw.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(doc))
+    environ = {"HOME": str(tmp_path / "home"), "OPENCLAW_CONFIG_PATH": str(path),
+               "OPENCLAW_STATE_DIR": str(tmp_path / "oc")}  # fmt: skip
+    service = Service(environ)
+    first = service.settings()
+    assert first.api_keys["tavily"] is None and first.api_keys["exa"].reveal() == OTHER
+    dotenv = tmp_path / "oc" / ".env"
+    assert str(dotenv) in first.config_files and str(secret) in first.config_files
+    service.settings()  # the stamp now covers the .env and the secret file
+    private_file(dotenv, f"TAVILY_API_KEY={SENTINEL}\n")
+    later = service.settings()
+    assert later.api_keys["tavily"].reveal() == SENTINEL
+    loads = service.loads
+    secret.write_text(SENTINEL + "-rotated")
+    assert service.settings().api_keys["exa"].reveal() == SENTINEL + "-rotated"
+    assert service.loads == loads + 1
+
+
+def test_configured_key_values_include_what_openclaw_holds(tmp_path: Path) -> None:
+    # What scrubs an internal error's traceback when Settings could not be built.
+    from smart_search.host.config_entry import configured_key_values
+
+    path = tmp_path / "oc" / "openclaw.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(plugin_key("brave", "${HOST_KEY}")))
+    environ = {"HOME": str(tmp_path / "home"), "OPENCLAW_CONFIG_PATH": str(path),
+               "HOST_KEY": SENTINEL}  # fmt: skip
+    assert SENTINEL in configured_key_values(environ)

@@ -137,8 +137,9 @@ class Settings:
     warnings: tuple[str, ...]
     # The per-workspace state dir an earlier release used (merged once into this one), or None.
     legacy_state_dir: str | None
-    # Every config file read (the main file and its $includes): a long-running server re-reads
-    # the config when any of them changes.
+    # Every config file read (the main file and its $includes, and since issue 30 the files keys
+    # OpenClaw holds came from or would: its global .env, SecretRef files): a long-running server
+    # re-reads the config when any of them changes.
     config_files: tuple[str, ...]
     # The MCP server's agent_id for callers that omit it (`smart-search mcp --agent-id` wins).
     mcp_agent_id: str | None
@@ -248,7 +249,7 @@ def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> S
     return settings._replace(
         warnings=warnings,
         legacy_state_dir=openclaw.legacy_ledger_dir(env, configured, settings.state_dir),
-        config_files=tuple(files),
+        config_files=tuple(dict.fromkeys((*files, *settings.config_files))),
     )
 
 
@@ -331,6 +332,7 @@ def _keys(values: dict[str, Any], sources: Any, root: dict[str, Any], env: Any) 
             elif held.notes:
                 notes[engine.name] = held.notes
     values.update(api_keys=keys, key_origins=origins, key_notes=notes)
+    values["config_files"] = tuple(dict.fromkeys(host_env.files))
 
 
 def _key_pools(values: dict[str, Any], sources: Any, env: Any) -> None:

@@ -50,6 +50,9 @@ class HostEnv(Mapping[str, str]):
         top = root.get("env") if isinstance(root.get("env"), dict) else {}
         self.vars = top.get("vars") if isinstance(top.get("vars"), dict) else {}
         self._dotenv: tuple[str, dict[str, str]] | None = None
+        # Every file the walk read or tried to (the global .env, SecretRef files): a long-running
+        # server re-reads the config when one of them changes (Settings.config_files).
+        self.files: list[str] = []
 
     @property
     def dotenv(self) -> tuple[str, dict[str, str]]:
@@ -57,6 +60,7 @@ class HostEnv(Mapping[str, str]):
         if self._dotenv is None:
             path = global_env_path(self.env)
             self._dotenv = (path, read_global_env(self.env, path))
+            self.files.append(path)
         return self._dotenv
 
     def where(self, name: str) -> tuple[str, str] | None:
@@ -115,7 +119,7 @@ def find(source: Source, root: Mapping[str, Any], host_env: HostEnv) -> Found:
                 continue
             label = place
         try:
-            value = resolve(raw, root, host_env)
+            value = resolve(raw, root, host_env, host_env.files)
         except Unresolved as err:
             return Found(None, None, (f"{label} {OPENCLAW} {err.why}",))
         if value:

@@ -44,13 +44,16 @@ class Unresolved(Exception):
         self.why = why
 
 
-def resolve(value: Any, root: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+def resolve(
+    value: Any, root: Mapping[str, Any], env: Mapping[str, str], read: list[str] | None = None
+) -> str | None:
     """The secret `value` stands for, stripped; None when it is empty. `env` is the environment
-    OpenClaw would see (see `host_keys.HostEnv`); `root` the whole openclaw.json."""
+    OpenClaw would see (see `host_keys.HostEnv`); `root` the whole openclaw.json; a file it reads
+    (or tries to) is appended to `read` (a long-running server watches it)."""
     if isinstance(value, str):
         return _string(value, env)
     if isinstance(value, dict) and "source" in value:
-        return _reference(value, root, env)
+        return _reference(value, root, env, [] if read is None else read)
     raise Unresolved("is neither a string nor a SecretRef object")
 
 
@@ -76,7 +79,9 @@ def _variable(name: str, env: Mapping[str, str], how: str) -> str:
     return found.strip()
 
 
-def _reference(ref: dict[str, Any], root: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+def _reference(
+    ref: dict[str, Any], root: Mapping[str, Any], env: Mapping[str, str], read: list[str]
+) -> str | None:
     source = ref.get("source")
     ref_id = ref.get("id")
     if source not in ("env", "file", "exec", "store"):
@@ -115,15 +120,18 @@ def _reference(ref: dict[str, Any], root: Mapping[str, Any], env: Mapping[str, s
         return _variable(ref_id, env, f"is an env SecretRef to {ref_id}")
     if entry is None:
         raise Unresolved(f'is a file SecretRef to secrets provider "{alias}", not configured')
-    return _file(alias, entry, ref_id, env)
+    return _file(alias, entry, ref_id, env, read)
 
 
-def _file(alias: str, entry: dict[str, Any], ref_id: str, env: Mapping[str, str]) -> str | None:
+def _file(
+    alias: str, entry: dict[str, Any], ref_id: str, env: Mapping[str, str], read: list[str]
+) -> str | None:
     where = f'is a file SecretRef (provider "{alias}")'
     path = entry.get("path")
     if not isinstance(path, str) or not path.strip():
         raise Unresolved(f"{where} whose secrets.providers.{alias}.path is not set")
     path = resolve_user_path(path, env)
+    read.append(path)
     mode = entry.get("mode", "json")
     limit = entry.get("maxBytes")
     limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
