@@ -8,8 +8,8 @@ them; the source never learns where its key came from. For an API the places are
 1. `plugins.entries.<plugin>.config.webSearch.apiKey` (what `openclaw configure --section web`
    writes; docs/tools/web.md);
 2. the legacy `tools.web.search.<name>.apiKey` (before `openclaw doctor --fix` moves it);
-3. the source's further `host_keys` (Brave's legacy `tools.web.search.apiKey`, Gemini's
-   `models.providers.google.apiKey`, Kimi's `$MOONSHOT_API_KEY`...);
+3. the source's further `host_keys`, in the order OpenClaw reads them: openclaw.json paths (a
+   model provider's key, an older layout) and `$VAR` for another variable OpenClaw reads;
 4. its key variable in OpenClaw's global `.env` (the process environment and `env.vars` are
    smart-search's own walk already, config_entry.api_key_sources).
 
