@@ -9,6 +9,7 @@
 
 import { spawn } from "node:child_process";
 import path from "node:path";
+import { KEY_VARIABLES, sourcesHint } from "./sources.js";
 
 export const PROVIDER_ID = "smart-search";
 export const DEFAULTS = Object.freeze({
@@ -243,12 +244,13 @@ const FETCH_PARAMETERS = {
   additionalProperties: true,
 };
 
-function credentialFields() {
-  // smart-search reads its own keys (GEMINI_API_KEY, BRAVE_API_KEY) from its own config; the
-  // plugin holds none, so OpenClaw never has a credential to store for it.
+function credentialFields(envVars = []) {
+  // smart-search reads its own keys from its own config, then those OpenClaw holds for each
+  // provider (docs/configuration.md); the plugin holds none, so OpenClaw never has a credential to
+  // store for it. envVars: for search, the variables the product reads keys from (sources.js).
   return {
     requiresCredential: false,
-    envVars: [],
+    envVars,
     placeholder: "",
     signupUrl: "https://docs.openclaw.ai/tools/web",
     credentialPath: "plugins.entries.smart-search.config.command",
@@ -261,9 +263,9 @@ export function createSearchProvider(pluginConfig) {
   return {
     id: PROVIDER_ID,
     label: "smart-search",
-    hint: "Gemini, Brave and web engines under one quota ledger, charged to the calling agent.",
+    hint: sourcesHint(),
     configPath: null,
-    ...credentialFields(),
+    ...credentialFields([...KEY_VARIABLES]),
     createTool: (ctx) => {
       const settings = readSettings(pluginConfig);
       return {

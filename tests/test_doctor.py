@@ -99,6 +99,7 @@ def test_process_environment_key_wins_and_is_reported(tmp_path: Path) -> None:
         "set": True,
         "source": "environment",
         "length": len(GEMINI_SENTINEL),
+        "notes": [],
     }
     assert report["config"]["named_by_variable"] is True
 

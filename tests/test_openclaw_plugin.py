@@ -225,6 +225,10 @@ def test_the_plugin_is_listed_and_selected_for_both_tools(host: Host) -> None:
     search = [p for p in listed["search"] if p["id"] == "smart-search"]
     fetch = [p for p in listed["fetch"] if p["id"] == "smart-search"]
     assert search and search[0]["selected"] is True and search[0]["configured"] is True, listed
+    # Issue 30: the variables the product reads keys from, as its registry declares them.
+    from smart_search.sources import registry
+
+    assert search[0]["envVars"] == [s.key_variable for s in registry.sources("api")], listed
     assert fetch and fetch[0]["selected"] is True and fetch[0]["configured"] is True, listed
 
 

@@ -47,9 +47,12 @@ from smart_search.host.config_keys import (
 from smart_search.host.config_keys import DEFAULT_GEMINI_MODEL as DEFAULT_GEMINI_MODEL
 from smart_search.host.config_keys import DEFAULT_MONTHLY_LIMITS as DEFAULT_MONTHLY_LIMITS
 from smart_search.host.config_keys import DEFAULT_RESET_TIMEZONES as DEFAULT_RESET_TIMEZONES
+from smart_search.host.host_keys import HostEnv
+from smart_search.host.host_keys import find as find_host_key
 from smart_search.sources import registry
 from smart_search.text.urls import is_allowed_base_url as is_allowed_base_url
 from smart_search.text.urls import is_loopback_host as is_loopback_host
+from smart_search.text.urls import is_private_base_url
 
 if TYPE_CHECKING:
     from smart_search.host.config_pools import PoolKey
@@ -135,8 +138,9 @@ class Settings:
     warnings: tuple[str, ...]
     # The per-workspace state dir an earlier release used (merged once into this one), or None.
     legacy_state_dir: str | None
-    # Every config file read (the main file and its $includes): a long-running server re-reads
-    # the config when any of them changes.
+    # Every config file read (the main file and its $includes, and since issue 30 the files keys
+    # OpenClaw holds came from or would: its global .env, SecretRef files): a long-running server
+    # re-reads the config when any of them changes.
     config_files: tuple[str, ...]
     # The MCP server's agent_id for callers that omit it (`smart-search mcp --agent-id` wins).
     mcp_agent_id: str | None
@@ -150,6 +154,11 @@ class Settings:
     key_pools: dict[str, tuple[PoolKey, ...]]  # never mutated
     # The MCP server over HTTP (issue 28): `tokens`, each a config_tokens.McpToken.
     mcp: dict[str, Any]  # never mutated
+    # Issue 30: per source, where its key (a self-hosted engine: its endpoint) was found, for
+    # status and doctor (never the value); and, for a source without one, what stood in the way
+    # (an OpenClaw SecretRef that cannot be read). Both never mutated.
+    key_origins: dict[str, str]
+    key_notes: dict[str, tuple[str, ...]]
 
     __slots__ = tuple(__annotations__)
 
@@ -213,6 +222,8 @@ _SETTINGS_DEFAULTS: dict[str, Any] = {
     'tracking_params': (),
     'key_pools': {},
     'mcp': {'tokens': ()},
+    'key_origins': {},
+    'key_notes': {},
 }
 
 
@@ -242,7 +253,7 @@ def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> S
     return settings._replace(
         warnings=warnings,
         legacy_state_dir=openclaw.legacy_ledger_dir(env, configured, settings.state_dir),
-        config_files=tuple(files),
+        config_files=tuple(dict.fromkeys((*files, *settings.config_files))),
     )
 
 
@@ -279,10 +290,7 @@ def _build(
         chain = values["provider_order"] or registry.default_chain()
         values["deep_max_units"] = sum(values["max_units_per_call"][p] for p in chain)
     sources = api_key_sources(env, root, skill_env)
-    values["api_keys"] = {
-        provider: _api_key(name, sources, env)
-        for provider, name in zip(PROVIDERS, API_KEY_NAMES, strict=True)
-    }
+    _keys(values, sources, root, env)
     _key_pools(values, sources, env)
     if values["mcp"]["tokens"]:
         from smart_search.host.config_tokens import resolve_tokens
@@ -301,6 +309,47 @@ def _lookup(sources: Any, env: Any) -> Any:
         return None if found is None else found[1]
 
     return lookup
+def find_key(
+    provider: str, sources: Any, root: dict[str, Any], env: Any, host_env: HostEnv
+) -> tuple[str | None, str | None, tuple[str, ...]]:
+    """The one key walk (issue 30): smart-search's own places (RULINGS 2) first, then the ones
+    OpenClaw holds for the provider (host_keys.py). (origin, value, notes); doctor reads it too."""
+    found = find_api_key(registry.source(provider).key_variable or "", sources, env)
+    if found is not None:
+        return found[0], found[1], ()
+    held = find_host_key(registry.source(provider), root, host_env)
+    return held.origin, held.value, held.notes
+
+
+def _keys(values: dict[str, Any], sources: Any, root: dict[str, Any], env: Any) -> None:
+    """Each provider's key, where it came from; a self-hosted engine's endpoint from OpenClaw's
+    config when `endpoints` names none."""
+    host_env = HostEnv(env, root)
+    keys: dict[str, Secret | None] = {}
+    origins: dict[str, str] = {}
+    notes: dict[str, tuple[str, ...]] = {}
+    for provider, name in zip(PROVIDERS, API_KEY_NAMES, strict=True):
+        origin, value, why = find_key(provider, sources, root, env, host_env)
+        keys[provider] = None if value is None else _secret(name, value, origin)
+        if origin is not None:
+            origins[provider] = origin
+        if why:
+            notes[provider] = why
+    for engine in registry.sources("web"):
+        if engine.self_hosted and engine.name not in values["endpoints"]:
+            held = find_host_key(engine, root, host_env)
+            if held.value is not None and is_private_base_url(held.value):
+                values["endpoints"] = {**values["endpoints"], engine.name: held.value.rstrip("/")}
+                origins[engine.name] = held.origin or ""
+            elif held.value is not None:
+                notes[engine.name] = (
+                    f"{held.origin} is not an https:// URL (http:// only for loopback or "
+                    "private hosts)",
+                )
+            elif held.notes:
+                notes[engine.name] = held.notes
+    values.update(api_keys=keys, key_origins=origins, key_notes=notes)
+    values["config_files"] = tuple(dict.fromkeys(host_env.files))
 
 
 def _key_pools(values: dict[str, Any], sources: Any, env: Any) -> None:
@@ -325,18 +374,18 @@ def _key_pools(values: dict[str, Any], sources: Any, env: Any) -> None:
         pools[p] = pool
         if pool:
             values["api_keys"][p] = pool[0].secret
+            values["key_origins"][p] = f"key pool of {len(pool)}"
             values["daily_limits"][p], values["monthly_limits"][p] = account_limits(pool)
     values["key_pools"] = pools
 
 
-def _api_key(name: str, sources: Any, env: Any) -> Secret | None:
-    found = find_api_key(name, sources, env)
-    if found is None:
-        return None
-    value = found[1]
+def _secret(name: str, value: str, origin: str | None) -> Secret:
     # Never the value itself in the message: it is a secret.
     if not is_header_safe(value):
-        raise ConfigError(f"{name} contains characters that cannot be sent in an HTTP header.")
+        where = "" if origin is None or "(OpenClaw)" not in origin else f" (from {origin})"
+        raise ConfigError(
+            f"{name}{where} contains characters that cannot be sent in an HTTP header."
+        )
     return Secret(value)
 
 

@@ -151,6 +151,22 @@ def find_api_key(
     return None
 
 
+def _host_key_values(env: Any, root: dict[str, Any]) -> list[str]:
+    """The keys OpenClaw holds for the sources (host_keys.py), each that can be read."""
+    from smart_search.host.host_keys import HostEnv, find
+
+    host_env = HostEnv(env, root)
+    found = []
+    for source in registry.sources("api"):
+        try:
+            value = find(source, root, host_env).value
+        except Exception:  # noqa: BLE001 - best effort, per source
+            continue
+        if value:
+            found.append(value)
+    return found
+
+
 def configured_key_values(env: Any) -> list[str]:
     """Every raw value the API key variables hold (environment and openclaw.json), valid or not,
     for scrubbing an internal error's traceback when `Settings` could not be built. Never raises.
@@ -162,6 +178,7 @@ def configured_key_values(env: Any) -> list[str]:
             location = openclaw.config_location(env)
             root = openclaw.load_config(location, env)[0]
             sources = api_key_sources(env, root, skill_section(root)[1])
+            found += _host_key_values(env, root)
         except Exception:  # noqa: BLE001 - best effort: the environment alone then
             pass
         for _, source in sources:

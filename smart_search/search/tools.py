@@ -265,6 +265,9 @@ def search_quota_status(args: dict[str, Any], settings: Settings) -> dict[str, A
         from smart_search.search import cache
 
         status["cache"] = cache.status(settings, ledger.store, ledger.today)
+        from smart_search.host.host_keys import source_states
+
+        status["sources"] = source_states(settings)
     from smart_search.budget.fetches import fetch_status
 
     status["fetches"] = fetch_status(settings, ledger.store, ledger.today, agent_id)

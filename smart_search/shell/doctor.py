@@ -73,6 +73,9 @@ def diagnose(env: Any) -> dict[str, Any]:
             report["config"]["error"] = err.message
             problems.append(f"config: {err.message}")
     report["api_keys"] = _key_sources(env, root, skill_env, settings)
+    for provider, record in report["api_keys"].items():
+        problems.extend(f"key: {provider}: {note}" for note in record["notes"])
+    report["sources"] = _sources(settings)
     unknown = config_keys.unknown_keys(section) if isinstance(section, dict) else []
     report["unknown_keys"] = [{"key": k, "nearest": near} for k, near in unknown]
     problems.extend(config_keys.unknown_key_warning(k, near) for k, near in unknown)
@@ -149,18 +152,25 @@ def _layout(root: dict[str, Any], problems: list[str]) -> dict[str, Any]:
 def _key_sources(
     env: Any, root: dict[str, Any], skill_env: dict[str, Any], settings: Any
 ) -> dict[str, Any]:
-    """Where each key comes from, in the lookup order of RULINGS 2 (the walk config.py uses);
-    the value is never shown, only its length."""
-    from smart_search.host.config import PROVIDERS
-    from smart_search.host.config_entry import API_KEY_NAMES, api_key_sources, find_api_key
+    """Where each key comes from: smart-search's own places in the lookup order of RULINGS 2,
+    then what OpenClaw holds (issue 30), the walk config.py uses; the value is never shown, only
+    its length, and `notes` say why a key OpenClaw names could not be read."""
+    from smart_search.host.config import PROVIDERS, find_key
+    from smart_search.host.config_entry import API_KEY_NAMES, api_key_sources
+    from smart_search.host.host_keys import HostEnv
 
     sources = api_key_sources(env, root, skill_env)
+    host_env = HostEnv(env, root)
     out: dict[str, Any] = {}
     for provider, name in zip(PROVIDERS, API_KEY_NAMES, strict=True):
         record: dict[str, Any] = {"name": name, "set": False, "source": None, "length": None}
-        found = find_api_key(name, sources, env)
-        if found is not None:
-            record.update(set=True, source=found[0], length=len(found[1]))
+        try:
+            origin, value, notes = find_key(provider, sources, root, env, host_env)
+        except Exception as err:  # noqa: BLE001 - doctor reports, never crashes on a key
+            origin, value, notes = None, None, (f"cannot be looked up ({type(err).__name__})",)
+        if value is not None:
+            record.update(set=True, source=origin, length=len(value))
+        record["notes"] = list(notes)
         if settings is not None:
             loaded = settings.api_keys.get(provider)
             record["set"] = loaded is not None
@@ -172,6 +182,16 @@ def _key_sources(
                 record["source"] = f"key pool of {len(pool)} ({prints})"
         out[provider] = record
     return out
+
+
+def _sources(settings: Any) -> dict[str, Any] | None:
+    """Which sources this install can use (search_quota_status's `sources`); None without
+    settings."""
+    if settings is None:
+        return None
+    from smart_search.host.host_keys import source_states
+
+    return source_states(settings)
 
 
 def _dir_health(path: str) -> dict[str, Any]:
@@ -250,6 +270,23 @@ def _breakers(settings: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _render_sources(states: dict[str, Any] | None) -> list[str]:
+    """Sources: which this install can use, which not (what switching OpenClaw's web_search to
+    smart-search keeps)."""
+    if states is None:
+        return []
+    used = [
+        name + (f" ({s['key_from']})" if s["key_from"] else "")
+        for name, s in states.items()
+        if s["configured"]
+    ]
+    unused = [name for name, s in states.items() if not s["configured"]]
+    return [
+        "Sources configured: " + (", ".join(used) or "none"),
+        "Sources not configured: " + (", ".join(unused) or "none"),
+    ]
+
+
 def render(report: dict[str, Any]) -> str:
     lines = ["smart-search doctor", ""]
     cfg = report["config"]
@@ -264,12 +301,16 @@ def render(report: dict[str, Any]) -> str:
     lines.append("Layout: " + (", ".join(layout["found"]) or "no smart-search section (defaults)"))
     lines.extend(f"  REJECTED BY OPENCLAW: {r}" for r in layout["rejected_by_openclaw"])
     lines.append("API keys (values never shown):")
-    for record in report["api_keys"].values():
+    for provider, record in report["api_keys"].items():
         if record["set"]:
             where = record["source"] or "unknown source"
-            lines.append(f"  {record['name']}: set ({record['length']} characters) from {where}")
+            lines.append(
+                f"  {provider}: {record['name']}: set ({record['length']} characters) from {where}"
+            )
         else:
-            lines.append(f"  {record['name']}: not set (its tiers are skipped)")
+            lines.append(f"  {provider}: {record['name']}: not set (its tiers are skipped)")
+        lines.extend(f"    NOT READ: {note}" for note in record["notes"])
+    lines.extend(_render_sources(report.get("sources")))
     sd = report["state_dir"]
     lines.append(f"State dir: {sd['path']} ({sd['why']})")
     if not sd["exists"]:

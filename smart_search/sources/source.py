@@ -42,6 +42,14 @@ _DEFAULTS: dict[str, Any] = {
     "self_hosted": False,
     "modes": (),  # the search modes it offers (`providers.<p>.mode`), the first the default
     "units_per_call": None,  # Callable[[mode], int]: its worst case, max_units_per_call's default
+    # Where OpenClaw may hold its key (issue 30; host/host_keys.py, docs/configuration.md):
+    # the OpenClaw plugin whose `plugins.entries.<id>.config.webSearch` carries it (its `apiKey`;
+    # a self-hosted engine's `baseUrl`); default: the source's name, for an API or a self-hosted
+    # engine; None: OpenClaw holds nothing for it. The legacy `tools.web.search.<name>` is read too.
+    "host_plugin": None,
+    # Further places OpenClaw documents for it, after those: a dotted openclaw.json path
+    # ("models.providers.google.apiKey") or "$VAR" for an environment variable OpenClaw reads.
+    "host_keys": (),
 }
 
 
@@ -74,6 +82,8 @@ class Source:
     self_hosted: bool
     modes: tuple[str, ...]
     units_per_call: Callable[[str | None], int] | None
+    host_plugin: str | None
+    host_keys: tuple[str, ...]
 
     def __init__(self, **fields: Any) -> None:
         missing = [f for f in _REQUIRED if f not in fields]
@@ -86,6 +96,8 @@ class Source:
                 "not_configured",
                 f"{fields['label']} is not configured. Add {key} to openclaw.json to enable it.",
             )
+        if fields["kind"] == "api" or fields.get("self_hosted"):
+            fields.setdefault("host_plugin", fields["name"])
         for field in self.__slots__:
             object.__setattr__(self, field, fields.get(field, _DEFAULTS.get(field)))
 

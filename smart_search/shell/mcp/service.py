@@ -30,11 +30,13 @@ class Service:
         """Every config file's identity: the main file OpenClaw's rules pick now, and each file
         the last load read (its $includes). None (never cached) when the main file is missing."""
         from smart_search.host.config import config_file
+        from smart_search.host.openclaw.dotenv import global_env_path
 
         path, _ = config_file(self.environ)
-        files = [path]
+        # OpenClaw's global .env may hold keys (issue 30): watched from the first stamp on.
+        files = [path, global_env_path(self.environ)]
         if self._cached is not None:
-            files += [f for f in self._cached[0].config_files if f != path]
+            files += [f for f in self._cached[0].config_files if f not in files]
         stamp: list[Any] = []
         for name in files:
             try:

@@ -32,7 +32,12 @@ if TYPE_CHECKING:
 
 NAME = "searxng"
 PATH = "/search"
-SOURCE = Source(name=NAME, label="SearXNG", kind="web", order=0, endpoint=None, self_hosted=True)
+SOURCE = Source(
+    name=NAME, label="SearXNG", kind="web", order=0, endpoint=None, self_hosted=True,
+    # With no endpoints.searxng, the instance OpenClaw's searxng plugin names (its
+    # webSearch.baseUrl, else SEARXNG_BASE_URL: OpenClaw's docs/tools/searxng-search.md).
+    host_keys=("$SEARXNG_BASE_URL",),
+)  # fmt: skip
 FORMAT_OFF = (
     "SearXNG refused the JSON format (HTTP 403): add json to search.formats in the "
     "instance's settings.yml."

@@ -65,6 +65,7 @@ SOURCE = Source(
     described="the Brave Search API",
     default_route=True,  # spec 8: default_provider "brave"
     default_chain=True,  # spec 4: one of the two APIs every strategy walks
+    host_keys=("tools.web.search.apiKey",),  # OpenClaw's legacy key, Brave's before plugins
 )  # fmt: skip
 
 

@@ -57,6 +57,9 @@ SOURCE = Source(
     request_settings=("gemini_model",), route_keywords="finance_keywords",
     described="Gemini grounded search", answers_with_text=True, default_allocation=5,
     default_chain=True,  # spec 4: one of the two APIs every strategy walks
+    # OpenClaw keeps Gemini's web-search key under its `google` plugin, then GEMINI_API_KEY, then
+    # the Google model provider's key (docs/tools/web.md, auto-detection).
+    host_plugin="google", host_keys=("$GEMINI_API_KEY", "models.providers.google.apiKey"),
 )  # fmt: skip
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
