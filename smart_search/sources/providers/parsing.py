@@ -5,7 +5,7 @@ modules import this, never their package, so the package (`call_provider`) can i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
@@ -160,3 +160,78 @@ def status_error(label: str, response: HttpResponse) -> errors.SearchError:
     return errors.ParseError(
         f"{label} answered with unexpected status {status}.", http_status=status
     )
+
+
+def loose_json(body: bytes) -> Any:
+    """`body` parsed as JSON, or None when it is not: for billing and error matching, which
+    must not fail on an answer they cannot read."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def error_words(body: bytes) -> str:
+    """The lower-cased `message`, `type` and `code` of an error body (`{"error": {...}}`,
+    `{"error": "..."}` or a flat `{"message": ...}`), for matching a class of error only: the
+    text is never copied into a message (an error body can echo the request, key included)."""
+    data = loose_json(body)
+    if not isinstance(data, dict):
+        return ""
+    inner = data.get("error")
+    found = inner if isinstance(inner, dict) else data
+    words = [inner] if isinstance(inner, str) else []
+    words += [found.get(k) for k in ("message", "type", "code", "detail")]
+    return " ".join(w for w in words if isinstance(w, str)).lower()
+
+
+def citations(pairs: Iterable[tuple[object, object]]) -> list[dict[str, str]]:
+    """`[{title, url}]` of an answer's sources, from `(url, title)` pairs: http(s) URLs only,
+    each once, in the order given."""
+    seen: set[str] = set()
+    out: list[dict[str, str]] = []
+    for url, title in pairs:
+        if not isinstance(url, str) or not url.startswith(("https://", "http://")) or url in seen:
+            continue
+        seen.add(url)
+        out.append({"title": plain(title), "url": url})
+    return out
+
+
+def text_answer(
+    label: str,
+    response: HttpResponse,
+    text: str,
+    cited: list[dict[str, str]],
+    empty: str,
+    *,
+    complete: bool = True,
+) -> Answer:
+    """An answer-style provider's text and its citations as an `Answer`; no text is
+    `no_results`."""
+    text = text.strip()
+    if not text:
+        raise errors.NoResults(empty, http_status=response.status)
+    return Answer(results=text, citations=cited, complete=complete)
+
+
+def listed_results(
+    label: str,
+    response: HttpResponse,
+    key: str,
+    read: Callable[[object], dict[str, str] | None],
+    empty: str,
+) -> Answer:
+    """The list under `key` of a 2xx JSON answer as an `Answer` (see `results_answer`); not a
+    JSON object is `parse_error`."""
+    return results_answer(label, response, json_object(label, response).get(key), read, empty)
+
+
+def titled(item: object, snippet: str = "snippet", url: str = "url") -> dict[str, str] | None:
+    """One result item as `{title, url, snippet}`, its snippet read from the field `snippet`
+    names and its address from `url`; None (dropped) without an http(s) URL."""
+    link = item_url(item, url)
+    if link is None:
+        return None
+    assert isinstance(item, dict)
+    return {"title": plain(item.get("title")), "url": link, "snippet": plain(item.get(snippet))}
