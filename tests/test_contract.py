@@ -16,7 +16,9 @@ from tests.conftest import SCHEMAS, _registry, assert_valid_result
 SEARCH = "smart_search.args.json"
 
 # The registered providers as the contract's messages list them.
-PROVIDER_CHOICES = '"gemini", "brave", "tavily", "exa", "serper", "perplexity" or "parallel"'
+PROVIDER_CHOICES = (
+    '"gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel" or "grok"'
+)
 
 
 def check_message(schema: str, args: Any) -> tuple[str, str] | None:

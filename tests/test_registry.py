@@ -85,10 +85,10 @@ def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, Any], list[
 
 def test_the_registry_holds_every_source_once_in_declared_order() -> None:
     assert registry.api_names() == PROVIDERS == (
-        "gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel")  # fmt: skip
+        "gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel", "grok")  # fmt: skip
     assert registry.web_names() == ENGINES == ("searxng", "google", "bing", "duckduckgo")
     names = [s.name for s in registry.sources()]
-    assert len(names) == len(set(names)) == 11
+    assert len(names) == len(set(names)) == 12
     for source in registry.sources():
         module = registry.module(source.name)
         assert module.SOURCE is source and module.NAME == source.name
@@ -205,6 +205,7 @@ def test_the_contract_lets_every_registered_provider_be_forced() -> None:
 # (`budget/migrate.py` reads the Node skill's ledger, whose format names Perplexity).
 OWN_MODULES = {
     "perplexity": (("perplexity",), {"perplexity.py", "migrate.py"}),
+    "grok": (("grok", "xai_api_key", "api.x.ai"), {"grok.py"}),
     "parallel": (("parallel.ai", "parallel_api_key", "providers.parallel", "parallel_free"),
                  {"parallel.py", "parallel_free.py"}),
 }

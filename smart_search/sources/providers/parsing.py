@@ -235,3 +235,36 @@ def titled(item: object, snippet: str = "snippet", url: str = "url") -> dict[str
         return None
     assert isinstance(item, dict)
     return {"title": plain(item.get("title")), "url": link, "snippet": plain(item.get(snippet))}
+
+
+def locale_ask(name: str, value: object) -> str | None:
+    """The instruction an answer-writing provider with no field for it gets for the `country`
+    or `language` filter (`name`); None for any other filter or a value that is no ISO code."""
+    from smart_search.sources.filters import is_code
+
+    if not is_code(value):
+        return None
+    if name == "country":
+        return f"Prefer web sources from the country with ISO 3166-1 code {value}."
+    if name == "language":
+        return (
+            f"Prefer web sources written in the language with ISO 639-1 code {value}, "
+            "and write the answer in that language."
+        )
+    return None
+
+
+def instructed(filters: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`{"instructions": ...}` for the country and language filters (`locale_ask`)
+    and every other filter as unsupported: how a chat model with web search takes filters."""
+    from smart_search.sources.filters import normalise
+
+    asks: list[str] = []
+    unsupported: list[str] = []
+    for name, value in normalise(filters).items():
+        ask = locale_ask(name, value)
+        if ask is None:
+            unsupported.append(name)
+        else:
+            asks.append(ask)
+    return ({"instructions": " ".join(asks)} if asks else {}), unsupported
