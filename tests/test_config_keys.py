@@ -133,16 +133,19 @@ def test_a_per_provider_rule_comes_from_the_table(tmp_path: Path) -> None:
     assert unit.choices == {
         "gemini": ("search_query", "request"), "brave": ("request",), "tavily": ("credit",),
         "exa": ("request",), "serper": ("credit",), "perplexity": ("request",),
-        "parallel": ("request",), "grok": ("search_query",)}  # fmt: skip
+        "parallel": ("request",), "grok": ("search_query",),
+        "kimi": ("search_query",)}  # fmt: skip
     with pytest.raises(ConfigError) as info:
         load(tmp_path, {"providers": {"brave": {"unit": "search_query"}}})
     assert info.value.message == 'Config key "providers.brave.unit" must be "request".'
     s = load(tmp_path, {"gemini_model": "gemini-2.5-flash"})
     assert s.units == {"gemini": "request", "brave": "request", "tavily": "credit",
                        "exa": "request", "serper": "credit", "perplexity": "request",
-                       "parallel": "request", "grok": "search_query"}  # fmt: skip
+                       "parallel": "request", "grok": "search_query",
+                       "kimi": "search_query"}  # fmt: skip
     assert s.max_units_per_call == {"gemini": 1, "brave": 1, "tavily": 1, "exa": 1, "serper": 1,
-                                    "perplexity": 1, "parallel": 1, "grok": 3}  # fmt: skip
+                                    "perplexity": 1, "parallel": 1, "grok": 3,
+                                    "kimi": 3}  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ SEARCH = "smart_search.args.json"
 
 # The registered providers as the contract's messages list them.
 PROVIDER_CHOICES = (
-    '"gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel" or "grok"'
+    '"gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel", "grok" or "kimi"'
 )
 
 

@@ -85,10 +85,11 @@ def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, Any], list[
 
 def test_the_registry_holds_every_source_once_in_declared_order() -> None:
     assert registry.api_names() == PROVIDERS == (
-        "gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel", "grok")  # fmt: skip
+        "gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel", "grok",
+        "kimi")  # fmt: skip
     assert registry.web_names() == ENGINES == ("searxng", "google", "bing", "duckduckgo")
     names = [s.name for s in registry.sources()]
-    assert len(names) == len(set(names)) == 12
+    assert len(names) == len(set(names)) == 13
     for source in registry.sources():
         module = registry.module(source.name)
         assert module.SOURCE is source and module.NAME == source.name
@@ -206,6 +207,7 @@ def test_the_contract_lets_every_registered_provider_be_forced() -> None:
 OWN_MODULES = {
     "perplexity": (("perplexity",), {"perplexity.py", "migrate.py"}),
     "grok": (("grok", "xai_api_key", "api.x.ai"), {"grok.py"}),
+    "kimi": (("kimi", "moonshot"), {"kimi.py"}),
     "parallel": (("parallel.ai", "parallel_api_key", "providers.parallel", "parallel_free"),
                  {"parallel.py", "parallel_free.py"}),
 }

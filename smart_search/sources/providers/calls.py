@@ -66,7 +66,7 @@ def call_provider(
     worst = max(1, settings.max_units_per_call.get(name, 1))
     billed = [0]
     last: list[HttpResponse] = []
-    # A provider whose answer takes more than one exchange (Kimi replays its `$web_search` call)
+    # A provider whose answer takes more than one exchange (a tool call the client hands back)
     # says what to send next; each exchange bills what its answer says.
     follow_up = getattr(module, "follow_up", None)
 
