@@ -406,7 +406,7 @@ def test_source_weights_and_tracking_params_shape_the_merge(env: Env, fake: Fake
             {"source_weights": {"yahoo": 1}},
             '"source_weights.yahoo" is not a source '
             "(gemini, brave, tavily, exa, serper, perplexity, parallel, grok, kimi, "
-            "searxng, google, bing, duckduckgo).",
+            "searxng, google, parallel_free, bing, duckduckgo).",
         ),
         ({"tracking_params": "utm"}, '"tracking_params" must be an array of parameter names.'),
     ],

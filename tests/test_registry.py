@@ -87,9 +87,10 @@ def test_the_registry_holds_every_source_once_in_declared_order() -> None:
     assert registry.api_names() == PROVIDERS == (
         "gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel", "grok",
         "kimi")  # fmt: skip
-    assert registry.web_names() == ENGINES == ("searxng", "google", "bing", "duckduckgo")
+    assert registry.web_names() == ENGINES == (
+        "searxng", "google", "parallel_free", "bing", "duckduckgo")  # fmt: skip
     names = [s.name for s in registry.sources()]
-    assert len(names) == len(set(names)) == 13
+    assert len(names) == len(set(names)) == 14
     for source in registry.sources():
         module = registry.module(source.name)
         assert module.SOURCE is source and module.NAME == source.name
@@ -205,6 +206,7 @@ def test_the_contract_lets_every_registered_provider_be_forced() -> None:
 # Issue 30, point 5: each source issue 30 added is named in no package module but its own
 # (`budget/migrate.py` reads the Node skill's ledger, whose format names Perplexity).
 OWN_MODULES = {
+    "parallel_free": (("parallel_free", "search.parallel.ai"), {"parallel_free.py", "parallel.py"}),
     "perplexity": (("perplexity",), {"perplexity.py", "migrate.py"}),
     "grok": (("grok", "xai_api_key", "api.x.ai"), {"grok.py"}),
     "kimi": (("kimi", "moonshot"), {"kimi.py"}),
