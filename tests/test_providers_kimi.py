@@ -90,11 +90,13 @@ def test_an_answer_that_never_searched_is_no_result_and_costs_nothing(tmp_path, 
     assert record.units == 0 and len(fake.requests_to(PATH)) == 1
 
 
-def test_a_model_that_keeps_searching_stops_after_four_exchanges(tmp_path, fake) -> None:
+def test_a_model_that_keeps_searching_stops_at_its_worst_case(tmp_path, fake) -> None:
     fake.route(PATH, api_reply("kimi-tool-call.json"))  # every answer asks for another search
-    record = search(make_settings(tmp_path, fake))
+    settings = make_settings(tmp_path, fake)
+    record = search(settings)
     assert type(record.error) is errors.NoResults
-    assert len(fake.requests_to(PATH)) == 4 and record.units == 4  # each search was billed
+    # Three exchanges, each search billed: never more than the call held.
+    assert len(fake.requests_to(PATH)) == 3 == record.units == settings.max_units_per_call["kimi"]
 
 
 @pytest.mark.parametrize(

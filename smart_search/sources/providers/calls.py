@@ -20,7 +20,7 @@ __all__ = ["Answer", "ProviderCall", "call_provider", "provider_module"]
 
 # The most requests one attempt sends when a provider's `follow_up` asks for more: the last
 # answer is parsed as it is (a provider still asking for a tool round is an empty answer).
-MAX_EXCHANGES = 4
+MAX_EXCHANGES = 3
 
 
 class ProviderCall(NamedTuple):
