@@ -139,3 +139,17 @@ def forced_call(env: Env, fake: FakeServer, name: str, key: str, **args: Any) ->
     proc = env.run_cli(json.dumps(call))
     assert_key_never_written(env, key, proc.stdout, proc.stderr)
     return json.loads(proc.stdout)
+
+
+def bound(name: str, key: str) -> tuple[Any, Any]:
+    """`(make_settings, search)` for API `name` with key `key`: settings pointed at a fake
+    (`make_settings(tmp_path, fake, **config)`) and one call through `call_provider`
+    (`search(settings, **filters)`)."""
+
+    def make_settings(tmp_path: Path, fake: FakeServer, **config: Any) -> Settings:
+        return provider_settings(tmp_path, fake, name, key, **config)
+
+    def search(settings: Settings, **filters: Any) -> ProviderCall:
+        return provider_call(name, settings, filters=filters or None)
+
+    return make_settings, search

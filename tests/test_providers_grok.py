@@ -8,37 +8,27 @@ ran, the worst case held and settled, filters, and a forced call through the CLI
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
 from smart_search import errors
-from smart_search.host.config import Settings
 from smart_search.sources.providers import grok
-from smart_search.sources.providers.calls import ProviderCall
 from tests.conftest import Env
-from tests.fakes import FakeServer, Reply, fixture_json
+from tests.fakes import Reply, fixture_json
 from tests.provider_support import (
     api_reply,
     assert_key_only_in_headers,
+    bound,
     forced_call,
-    provider_call,
-    provider_settings,
     response,
 )
 
 KEY = "SENTINEL-XAI-KEY-0001"
 PATH = "/v1/responses"
 
-
-def make_settings(tmp_path: Path, fake: FakeServer, **config: Any) -> Settings:
-    return provider_settings(tmp_path, fake, "grok", KEY, **config)
-
-
-def search(settings: Settings, **filters: Any) -> ProviderCall:
-    return provider_call("grok", settings, filters=filters or None)
+make_settings, search = bound("grok", KEY)
 
 
 def test_the_request_asks_for_web_search_with_the_key_in_its_header(tmp_path, fake) -> None:

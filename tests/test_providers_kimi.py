@@ -8,37 +8,27 @@ and a forced call through the CLI, with the sentinel key only ever in its header
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
 from smart_search import errors
-from smart_search.host.config import Settings
 from smart_search.sources.providers import kimi
-from smart_search.sources.providers.calls import ProviderCall
 from tests.conftest import Env
 from tests.fakes import FakeServer, Reply, fixture_bytes
 from tests.provider_support import (
     api_reply,
     assert_key_only_in_headers,
+    bound,
     forced_call,
-    provider_call,
-    provider_settings,
     response,
 )
 
 KEY = "SENTINEL-KIMI-KEY-0001"
 PATH = "/v1/chat/completions"
 
-
-def make_settings(tmp_path: Path, fake: FakeServer, **config: Any) -> Settings:
-    return provider_settings(tmp_path, fake, "kimi", KEY, **config)
-
-
-def search(settings: Settings, **filters: Any) -> ProviderCall:
-    return provider_call("kimi", settings, filters=filters or None)
+make_settings, search = bound("kimi", KEY)
 
 
 def grounded(fake: FakeServer) -> None:

@@ -8,36 +8,25 @@ with the sentinel key never leaving its header. The keyless tier: tests/test_par
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from smart_search import errors
-from smart_search.host.config import Settings
 from smart_search.sources.providers import parallel
-from smart_search.sources.providers.calls import ProviderCall
 from tests.conftest import Env
-from tests.fakes import FakeServer, Reply
+from tests.fakes import Reply
 from tests.provider_support import (
     api_reply,
     assert_key_only_in_headers,
+    bound,
     forced_call,
-    provider_call,
-    provider_settings,
     response,
 )
 
 KEY = "SENTINEL-PARALLEL-KEY-0001"
 PATH = "/v1/search"
 
-
-def make_settings(tmp_path: Path, fake: FakeServer, **config: Any) -> Settings:
-    return provider_settings(tmp_path, fake, "parallel", KEY, **config)
-
-
-def search(settings: Settings, **filters: Any) -> ProviderCall:
-    return provider_call("parallel", settings, filters=filters or None)
+make_settings, search = bound("parallel", KEY)
 
 
 def test_the_request_carries_the_key_in_its_header_and_the_query_twice(tmp_path, fake) -> None:
@@ -116,8 +105,9 @@ def test_filters_go_inside_advanced_settings() -> None:
     params, unsupported = parallel.filter_params(
         {"count": 4, "freshness": "week", "country": "DE", "language": "de"}, now=now
     )
-    assert params == {"advanced_settings": {"max_results": 4,
-                                            "source_policy": {"after_date": "2026-11-27"}}}
+    assert params == {
+        "advanced_settings": {"max_results": 4, "source_policy": {"after_date": "2026-11-27"}}
+    }
     assert unsupported == ["country", "language"]
     assert parallel.filter_params({"count": 11}) == ({}, ["count"])  # past 10 bills extra
 

@@ -6,37 +6,27 @@ a forced call through the CLI, with the sentinel key never leaving its header.""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from smart_search import errors
-from smart_search.host.config import Settings
 from smart_search.sources.providers import perplexity
-from smart_search.sources.providers.calls import ProviderCall
 from tests.conftest import Env
 from tests.fakes import FakeServer, Reply
 from tests.provider_support import (
     api_reply,
     assert_key_only_in_headers,
     assert_walked_only_when_named,
+    bound,
     forced_call,
-    provider_call,
-    provider_settings,
     response,
 )
 
 KEY = "SENTINEL-PERPLEXITY-KEY-0001"
 PATH = "/search"
 
-
-def make_settings(tmp_path: Path, fake: FakeServer, **config: Any) -> Settings:
-    return provider_settings(tmp_path, fake, "perplexity", KEY, **config)
-
-
-def search(settings: Settings, **filters: Any) -> ProviderCall:
-    return provider_call("perplexity", settings, filters=filters or None)
+make_settings, search = bound("perplexity", KEY)
 
 
 def test_the_request_is_a_post_with_the_key_in_the_bearer_header_only(tmp_path, fake) -> None:
