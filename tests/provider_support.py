@@ -31,7 +31,10 @@ def provider_settings(
     }
     path = tmp_path / "openclaw.json"
     path.write_bytes(orjson.dumps({"skills": {"entries": {"smart-search": {"config": section}}}}))
-    env = {"OPENCLAW_CONFIG_PATH": str(path), "HOME": str(tmp_path), f"{name.upper()}_API_KEY": key}
+    from smart_search.sources import registry
+
+    variable = registry.source(name).key_variable or f"{name.upper()}_API_KEY"
+    env = {"OPENCLAW_CONFIG_PATH": str(path), "HOME": str(tmp_path), variable: key}
     return load_settings(env)
 
 
@@ -90,3 +93,63 @@ def assert_walked_only_when_named(
     assert env.call("search_quota_status")["agents"]["cron"][name] == {
         "allocated": 2, "used": 1, "remaining": 1}  # fmt: skip
     assert_key_never_written(env, key)
+
+
+
+def api_reply(fixture: str, status: int = 200, **headers: str) -> Reply:
+    """A fixture of tests/fixtures/api/ served as JSON with `status` and `headers`."""
+    return Reply(status, fixture_bytes(fixture), headers={"content-type": "application/json",
+                                                          **headers})  # fmt: skip
+
+
+def assert_key_only_in_headers(fake: FakeServer, key: str, *texts: str) -> None:
+    """No request to `fake` carried `key` in its URL or body, and none of `texts` holds it."""
+    for request in fake.requests:
+        assert key not in request.target and key.encode() not in request.body
+    for text in texts:
+        assert key not in text
+
+
+def modules_naming(*words: str) -> list[str]:
+    """The package's modules whose text names any of `words` (case-insensitive)."""
+    from tests.conftest import REPO
+
+    return sorted(
+        str(path.relative_to(REPO))
+        for path in (REPO / "smart_search").rglob("*.py")
+        if any(word in path.read_text().lower() for word in words)
+    )
+
+
+def forced_call(env: Env, fake: FakeServer, name: str, key: str, **args: Any) -> dict[str, Any]:
+    """`smart_search` forced to API `name` (pointed at `fake`, its key `key`) through the CLI,
+    for an agent allowed 3 of it; the key is checked never to be printed or written."""
+    import json
+
+    from smart_search.sources import registry
+
+    env.environ[registry.source(name).key_variable or ""] = key
+    env.write_config({"endpoints": {name: fake.url, "duckduckgo": fake.url},
+                      "web_fetch_min_interval_ms": 0, "retry_base_delay": 10,
+                      "agent_allocations": {"a": {name: 3}}})  # fmt: skip
+    call = {
+        "tool": "smart_search",
+        "args": {"query": "webb", "agent_id": "a", "force_provider": name, **args},
+    }
+    proc = env.run_cli(json.dumps(call))
+    assert_key_never_written(env, key, proc.stdout, proc.stderr)
+    return json.loads(proc.stdout)
+
+
+def bound(name: str, key: str) -> tuple[Any, Any]:
+    """`(make_settings, search)` for API `name` with key `key`: settings pointed at a fake
+    (`make_settings(tmp_path, fake, **config)`) and one call through `call_provider`
+    (`search(settings, **filters)`)."""
+
+    def make_settings(tmp_path: Path, fake: FakeServer, **config: Any) -> Settings:
+        return provider_settings(tmp_path, fake, name, key, **config)
+
+    def search(settings: Settings, **filters: Any) -> ProviderCall:
+        return provider_call(name, settings, filters=filters or None)
+
+    return make_settings, search

@@ -52,8 +52,8 @@ CASES = [
     (["search", "q", "--agent-id", "Bad_Id"], {"query": "q", "agent_id": "Bad_Id"}),
     (["search", "q", "--agent-id", "a\n"], {"query": "q", "agent_id": "a\n"}),
     (
-        ["search", "q", "--agent-id", "a", "--provider", "perplexity"],
-        {"query": "q", "agent_id": "a", "force_provider": "perplexity"},
+        ["search", "q", "--agent-id", "a", "--provider", "yahoo"],
+        {"query": "q", "agent_id": "a", "force_provider": "yahoo"},
     ),
     (
         ["search", "q", "--agent-id", "a", "--provider", "bing"],

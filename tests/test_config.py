@@ -113,7 +113,7 @@ def test_secret_never_renders() -> None:
         ({"default_provider": "bing"}, "default_provider"),
         ({"finance_keywords": "stock"}, "finance_keywords"),
         ({"providers": {"brave": {"daily_limit": -1}}}, "providers.brave.daily_limit"),
-        ({"providers": {"perplexity": {}}}, "providers.perplexity"),
+        ({"providers": {"yahoo": {}}}, "providers.yahoo"),
         ({"agent_allocations": {"a": {"gemini": "5"}}}, "agent_allocations.a.gemini"),
         ({"agent_allocations": {"Bad Id": {"gemini": 5}}}, "agent_allocations.Bad Id"),
         ({"endpoints": {"brave": "http://example.com"}}, "endpoints.brave"),

@@ -15,6 +15,11 @@ from tests.conftest import SCHEMAS, _registry, assert_valid_result
 
 SEARCH = "smart_search.args.json"
 
+# The registered providers as the contract's messages list them.
+PROVIDER_CHOICES = (
+    '"gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel", "grok" or "kimi"'
+)
+
 
 def check_message(schema: str, args: Any) -> tuple[str, str] | None:
     try:
@@ -56,15 +61,11 @@ def check_message(schema: str, args: Any) -> tuple[str, str] | None:
         ),
         (
             {"query": "ok", "agent_id": "a", "force_provider": "bing"},
-            'Invalid force_provider: "bing". Use "gemini", "brave", "tavily", "exa" or "serper".',
-        ),
-        (
-            {"query": "ok", "agent_id": "a", "force_provider": "perplexity"},
-            "Perplexity is not yet implemented.",
+            f'Invalid force_provider: "bing". Use {PROVIDER_CHOICES}.',
         ),
         (
             {"query": "ok", "agent_id": "a", "force_provider": 3},
-            'Invalid force_provider: "3". Use "gemini", "brave", "tavily", "exa" or "serper".',
+            f'Invalid force_provider: "3". Use {PROVIDER_CHOICES}.',
         ),
     ],
 )

@@ -257,6 +257,34 @@ def test_only_gemini_answering_gives_its_citations_as_the_list(env: Env, fake: F
     assert r["quota_source"] == "agent_allocation"
 
 
+
+def test_an_answer_style_leg_beside_list_legs(env: Env, fake: FakeServer) -> None:
+    """Issue 30: Grok (an answer with citations, like Gemini) named in provider_order is a deep
+    leg beside the list-style Brave and Exa: its citations join the merged list, its answer is
+    kept whole, and it bills the searches it ran from the 3 it held."""
+    with FakeServer() as exa:
+        exa.route("/search", api("exa-ok.json"))
+        configure(env, fake, provider_order=["brave", "exa", "grok"], deep_max_units=10,
+                  agent_allocations={AGENT: {"brave": 2, "exa": 2, "grok": 3}},
+                  endpoints={"brave": fake.url, "grok": fake.url, "exa": exa.url,
+                             "duckduckgo": fake.url})  # fmt: skip
+        env.environ |= {"EXA_API_KEY": "SENTINEL-EXA-KEY-d33p03",
+                        "XAI_API_KEY": "SENTINEL-XAI-KEY-d33p04"}  # fmt: skip
+        answer_all(fake)
+        fake.route("/v1/responses", api("grok-ok.json"))  # ran two web searches
+        r = deep(env)
+    assert r["error"] is None, r
+    legs = {a["provider"]: a for a in r["attempts"] if a["engine"] is None}
+    assert {p: (legs[p]["outcome"], legs[p]["units"]) for p in ("brave", "exa", "grok")} == {
+        "brave": ("success", 1), "exa": ("success", 1), "grok": ("success", 2)}  # fmt: skip
+    assert {"brave", "exa", "grok"} <= sources_of(r)
+    grok_urls = {i["url"] for i in r["results"] if "grok" in {s["source"] for s in i["sources"]}}
+    assert "https://www.nasa.gov/mission/webb/" in grok_urls
+    assert "The James Webb Space Telescope launched" in r["answer"]
+    status = env.call("search_quota_status", {})["providers"]
+    assert (status["brave"]["used"], status["exa"]["used"], status["grok"]["used"]) == (1, 1, 2)
+    assert sum(a["units"] for a in r["attempts"]) == 4 == logged_units(env)[0]
+
 def test_a_stalled_leg_does_not_hold_the_call_past_the_deadline(
     env: Env, fake: FakeServer
 ) -> None:
@@ -405,7 +433,8 @@ def test_source_weights_and_tracking_params_shape_the_merge(env: Env, fake: Fake
         (
             {"source_weights": {"yahoo": 1}},
             '"source_weights.yahoo" is not a source '
-            "(gemini, brave, tavily, exa, serper, searxng, google, bing, duckduckgo).",
+            "(gemini, brave, tavily, exa, serper, perplexity, parallel, grok, kimi, "
+            "searxng, google, parallel_free, bing, duckduckgo).",
         ),
         ({"tracking_params": "utm"}, '"tracking_params" must be an array of parameter names.'),
     ],

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from smart_search.host.config import ENGINES, PROVIDERS
 from smart_search.sources import registry
 from tests.conftest import REPO
@@ -25,6 +27,8 @@ THROWAWAY = '''
 from __future__ import annotations
 
 from typing import Any
+
+import pytest
 
 from smart_search import errors
 from smart_search.sources.providers.parsing import Answer, json_object, status_error
@@ -80,10 +84,13 @@ def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, Any], list[
 
 
 def test_the_registry_holds_every_source_once_in_declared_order() -> None:
-    assert registry.api_names() == PROVIDERS == ("gemini", "brave", "tavily", "exa", "serper")
-    assert registry.web_names() == ENGINES == ("searxng", "google", "bing", "duckduckgo")
+    assert registry.api_names() == PROVIDERS == (
+        "gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel", "grok",
+        "kimi")  # fmt: skip
+    assert registry.web_names() == ENGINES == (
+        "searxng", "google", "parallel_free", "bing", "duckduckgo")  # fmt: skip
     names = [s.name for s in registry.sources()]
-    assert len(names) == len(set(names)) == 9
+    assert len(names) == len(set(names)) == 14
     for source in registry.sources():
         module = registry.module(source.name)
         assert module.SOURCE is source and module.NAME == source.name
@@ -194,3 +201,24 @@ def test_the_contract_lets_every_registered_provider_be_forced() -> None:
     args = json.loads((REPO / "schemas" / "smart_search.args.json").read_text())
     allowed = set(args["properties"]["force_provider"]["enum"]) - {None}
     assert allowed == set(registry.api_names())
+
+
+# Issue 30, point 5: each source issue 30 added is named in no package module but its own
+# (`budget/migrate.py` reads the Node skill's ledger, whose format names Perplexity).
+OWN_MODULES = {
+    "parallel_free": (("parallel_free", "search.parallel.ai"), {"parallel_free.py", "parallel.py"}),
+    "perplexity": (("perplexity",), {"perplexity.py", "migrate.py"}),
+    "grok": (("grok", "xai_api_key", "api.x.ai"), {"grok.py"}),
+    "kimi": (("kimi", "moonshot"), {"kimi.py"}),
+    "parallel": (("parallel.ai", "parallel_api_key", "providers.parallel", "parallel_free"),
+                 {"parallel.py", "parallel_free.py"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OWN_MODULES))
+def test_each_new_source_is_named_only_in_its_own_module(name: str) -> None:
+    from tests.provider_support import modules_naming
+
+    words, allowed = OWN_MODULES[name]
+    naming = {Path(p).name for p in modules_naming(*words)}
+    assert f"{name}.py" in naming and naming <= allowed, naming

@@ -108,9 +108,10 @@ def test_provider_order_replaces_the_fixed_pair_where_it_is_set(env: Env) -> Non
         ([], 'Config key "provider_order" must be a non-empty array of provider names.'),
         (["brave", "brave"], 'Config key "provider_order" names a provider twice.'),
         (
-            ["perplexity"],
+            ["yahoo"],
             'Config key "provider_order[0]" must be '
-            '"gemini", "brave", "tavily", "exa" or "serper".',
+            '"gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel", '
+            '"grok" or "kimi".',
         ),
     ],
 )

@@ -216,3 +216,23 @@ def test_example_6_scheduled_plain_query_both_exhausted_duckduckgo(keyed: Env) -
     r = search(keyed, fake, ex.query, ex.agent_id)
     assert spec_view(r, SHAPE_KEYS) == ex.shape
     assert fake.calls == ["duckduckgo"]
+
+
+def test_a_chain_of_list_apis_falls_through_to_an_answer_style_one(env: Env) -> None:
+    """Issue 30: in a chain named by provider_order, the list-style APIs failing hands over to
+    Kimi, an answer-style API: its text is the result and its citations come with it."""
+    env.environ |= {"GEMINI_API_KEY": "k-g", "BRAVE_API_KEY": "k-b", "TAVILY_API_KEY": "k-t",
+                    "KIMI_API_KEY": "k-k"}  # fmt: skip
+    env.write_config(base_config(provider_order=["brave", "tavily", "kimi"]))
+    cited = [{"title": "NASA", "url": "https://www.nasa.gov/mission/webb/"}]
+    fake = FakeBackends(
+        brave=errors.ServerError("Brave API error: 500", http_status=500),
+        tavily=errors.QuotaExhausted("Tavily API error: 432", http_status=432),
+        kimi=FakeAnswer("Webb launched on 25 December 2021.", cited),
+    )
+    r = search(env, fake, "webb telescope launch date", "tech-news")
+    assert fake.calls == ["brave", "tavily", "kimi"]
+    assert (r["provider_used"], r["fallback_used"]) == ("kimi", True)
+    assert r["results"] == "Webb launched on 25 December 2021." and r["citations"] == cited
+    assert [(a["provider"], a["error_code"]) for a in r["attempts"]] == [
+        ("brave", "server_error"), ("tavily", "quota_exhausted"), ("kimi", None)]  # fmt: skip

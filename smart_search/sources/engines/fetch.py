@@ -15,7 +15,7 @@ from smart_search import errors
 
 if TYPE_CHECKING:  # only for annotations: the HTTP stack loads when first used
     from smart_search.host.config import Settings
-    from smart_search.sources.http import HttpResponse
+    from smart_search.sources.http import HttpRequest, HttpResponse
     from smart_search.sources.source import Source
 
 
@@ -88,22 +88,36 @@ def fetch_engine(
         elapsed = round((time.monotonic() - started) * 1000, 1)
         return EngineCall(results, error, True, [elapsed], status)
 
+    # An engine that opens a session first (a keyless MCP server) sends its handshake in the
+    # same pacing slot, then the search with what the handshake answered.
+    handshake = getattr(module, "handshake", None)
+    timeout_s = settings.request_timeout_ms / 1000
+    status: list[int | None] = [None]  # of the answer being read; None while a request is out
+
+    def exchange(sending: HttpRequest) -> HttpResponse:
+        status[0] = None
+        response = http.send(sending, deadline=deadline, request_timeout_s=timeout_s)
+        status[0] = response.status
+        _check(module, response)
+        return response
+
     try:
-        response = http.send(
-            request, deadline=deadline, request_timeout_s=settings.request_timeout_ms / 1000
-        )
-    except errors.SearchError as err:
-        return ended(None, err, err.http_status)
-    try:
-        # An engine whose statuses mean something of their own classifies them itself.
-        own = getattr(module, "classify_status", None)
-        if own is not None:
-            own(response)
-        else:
-            classify_status(module.SOURCE, response)
+        if handshake is not None:
+            request = module.with_session(request, exchange(handshake(settings)))
+        response = exchange(request)
         return ended(module.parse(response.body), None, response.status)
     except errors.SearchError as err:
-        return ended(None, err, err.http_status or response.status)
+        return ended(None, err, err.http_status or status[0])
+
+
+def _check(module: ModuleType, response: HttpResponse) -> None:
+    """Raise what a non-2xx answer means: an engine whose statuses mean something of their
+    own classifies them itself."""
+    own = getattr(module, "classify_status", None)
+    if own is not None:
+        own(response)
+    else:
+        classify_status(module.SOURCE, response)
 
 
 def classify_status(source: Source, resp: HttpResponse) -> None:

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Answer", "ProviderCall", "call_provider", "provider_module"]
 
+# The most requests one attempt sends when a provider's `follow_up` asks for more: the last
+# answer is parsed as it is (a provider still asking for a tool round is an empty answer).
+MAX_EXCHANGES = 3
+
 
 class ProviderCall(NamedTuple):
     """Everything one API tier's call produced: the answer or the error it ended with, and the
@@ -62,19 +66,30 @@ def call_provider(
     worst = max(1, settings.max_units_per_call.get(name, 1))
     billed = [0]
     last: list[HttpResponse] = []
+    # A provider whose answer takes more than one exchange (a tool call the client hands back)
+    # says what to send next; each exchange bills what its answer says.
+    follow_up = getattr(module, "follow_up", None)
 
     def attempt() -> Answer:
         started = time.monotonic()
+        sending = request
         try:
-            try:
-                response = http.send(
-                    request, deadline=deadline, request_timeout_s=settings.request_timeout_ms / 1000
-                )
-            except errors.SearchError as err:
-                billed[0] += worst if err.sent else 0
-                raise
-            last.append(response)
-            billed[0] += module.billed_units(response, settings)
+            for _ in range(MAX_EXCHANGES):
+                try:
+                    response = http.send(
+                        sending,
+                        deadline=deadline,
+                        request_timeout_s=settings.request_timeout_ms / 1000,
+                    )
+                except errors.SearchError as err:
+                    billed[0] += worst if err.sent else 0
+                    raise
+                last.append(response)
+                billed[0] += module.billed_units(response, settings)
+                step = follow_up(sending, response, settings) if follow_up else None
+                if step is None:
+                    break
+                sending = step
             return module.parse_response(response, settings)
         finally:
             latencies.append(round((time.monotonic() - started) * 1000))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from smart_search import errors
 from smart_search.sources.providers import parsing
-from smart_search.sources.providers.parsing import Answer, json_object, status_error
+from smart_search.sources.providers.parsing import Answer, status_error
 from smart_search.sources.source import Source
 
 if TYPE_CHECKING:
@@ -65,9 +65,7 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
     """`[{title, url, snippet}]`, or the `errors` class the response stands for."""
     if not 200 <= resp.status < 300:
         raise classify_error(resp)
-    data = json_object(SOURCE.label, resp)
-    raw_results = data.get("results")
-    return parsing.results_answer(SOURCE.label, resp, raw_results, _result, EMPTY)
+    return parsing.listed_results(SOURCE.label, resp, "results", _result, EMPTY)
 
 
 def classify_error(resp: HttpResponse) -> errors.SearchError:

@@ -277,7 +277,7 @@ def filter_params(
     and in that language (and the answer in that language), which the model follows as best
     it can. count does not apply to an answer: it is reported as unsupported.
     """
-    from smart_search.sources.filters import FRESHNESS_DAYS, is_code, normalise, utc_now
+    from smart_search.sources.filters import FRESHNESS_DAYS, normalise, utc_now
 
     wanted = normalise(filters)
     body: dict[str, Any] = {}
@@ -292,15 +292,8 @@ def filter_params(
                 "startTime": _rfc3339(start),
                 "endTime": _rfc3339(end),
             }
-        elif name == "country" and is_code(value):
-            instructions.append(
-                f"Prefer web sources from the country with ISO 3166-1 code {value}."
-            )
-        elif name == "language" and is_code(value):
-            instructions.append(
-                f"Prefer web sources written in the language with ISO 639-1 code {value}, "
-                "and write the answer in that language."
-            )
+        elif (ask := parsing.locale_ask(name, value)) is not None:
+            instructions.append(ask)
         else:
             unsupported.append(name)
     if google_search:

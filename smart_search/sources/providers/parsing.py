@@ -5,7 +5,7 @@ modules import this, never their package, so the package (`call_provider`) can i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
@@ -160,3 +160,111 @@ def status_error(label: str, response: HttpResponse) -> errors.SearchError:
     return errors.ParseError(
         f"{label} answered with unexpected status {status}.", http_status=status
     )
+
+
+def loose_json(body: bytes) -> Any:
+    """`body` parsed as JSON, or None when it is not: for billing and error matching, which
+    must not fail on an answer they cannot read."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def error_words(body: bytes) -> str:
+    """The lower-cased `message`, `type` and `code` of an error body (`{"error": {...}}`,
+    `{"error": "..."}` or a flat `{"message": ...}`), for matching a class of error only: the
+    text is never copied into a message (an error body can echo the request, key included)."""
+    data = loose_json(body)
+    if not isinstance(data, dict):
+        return ""
+    inner = data.get("error")
+    found = inner if isinstance(inner, dict) else data
+    words = [inner] if isinstance(inner, str) else []
+    words += [found.get(k) for k in ("message", "type", "code", "detail")]
+    return " ".join(w for w in words if isinstance(w, str)).lower()
+
+
+def citations(pairs: Iterable[tuple[object, object]]) -> list[dict[str, str]]:
+    """`[{title, url}]` of an answer's sources, from `(url, title)` pairs: http(s) URLs only,
+    each once, in the order given."""
+    seen: set[str] = set()
+    out: list[dict[str, str]] = []
+    for url, title in pairs:
+        if not isinstance(url, str) or not url.startswith(("https://", "http://")) or url in seen:
+            continue
+        seen.add(url)
+        out.append({"title": plain(title), "url": url})
+    return out
+
+
+def text_answer(
+    label: str,
+    response: HttpResponse,
+    text: str,
+    cited: list[dict[str, str]],
+    empty: str,
+    *,
+    complete: bool = True,
+) -> Answer:
+    """An answer-style provider's text and its citations as an `Answer`; no text is
+    `no_results`."""
+    text = text.strip()
+    if not text:
+        raise errors.NoResults(empty, http_status=response.status)
+    return Answer(results=text, citations=cited, complete=complete)
+
+
+def listed_results(
+    label: str,
+    response: HttpResponse,
+    key: str,
+    read: Callable[[object], dict[str, str] | None],
+    empty: str,
+) -> Answer:
+    """The list under `key` of a 2xx JSON answer as an `Answer` (see `results_answer`); not a
+    JSON object is `parse_error`."""
+    return results_answer(label, response, json_object(label, response).get(key), read, empty)
+
+
+def titled(item: object, snippet: str = "snippet", url: str = "url") -> dict[str, str] | None:
+    """One result item as `{title, url, snippet}`, its snippet read from the field `snippet`
+    names and its address from `url`; None (dropped) without an http(s) URL."""
+    link = item_url(item, url)
+    if link is None:
+        return None
+    assert isinstance(item, dict)
+    return {"title": plain(item.get("title")), "url": link, "snippet": plain(item.get(snippet))}
+
+
+def locale_ask(name: str, value: object) -> str | None:
+    """The instruction an answer-writing provider with no field for it gets for the `country`
+    or `language` filter (`name`); None for any other filter or a value that is no ISO code."""
+    from smart_search.sources.filters import is_code
+
+    if not is_code(value):
+        return None
+    if name == "country":
+        return f"Prefer web sources from the country with ISO 3166-1 code {value}."
+    if name == "language":
+        return (
+            f"Prefer web sources written in the language with ISO 639-1 code {value}, "
+            "and write the answer in that language."
+        )
+    return None
+
+
+def instructed(filters: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`{"instructions": ...}` for the country and language filters (`locale_ask`)
+    and every other filter as unsupported: how a chat model with web search takes filters."""
+    from smart_search.sources.filters import normalise
+
+    asks: list[str] = []
+    unsupported: list[str] = []
+    for name, value in normalise(filters).items():
+        ask = locale_ask(name, value)
+        if ask is None:
+            unsupported.append(name)
+        else:
+            asks.append(ask)
+    return ({"instructions": " ".join(asks)} if asks else {}), unsupported

@@ -100,11 +100,7 @@ def _says_no_credits(body: bytes) -> bool:
 
 
 def _result(item: Any) -> dict[str, str] | None:
-    url = parsing.item_url(item, "link")
-    if url is None:
-        return None
-    title, snippet = parsing.plain(item.get("title")), parsing.plain(item.get("snippet"))
-    return {"title": title, "url": url, "snippet": snippet}
+    return parsing.titled(item, url="link")
 
 
 def billed_units(resp: HttpResponse, settings: Settings) -> int:

@@ -89,21 +89,11 @@ def parse_response(resp: HttpResponse, settings: Settings) -> Answer:
     response stands for."""
     if not 200 <= resp.status < 300:
         raise classify_error(resp)
-    data = json_object(SOURCE.label, resp)
-    raw_results = data.get("results")
-    return parsing.results_answer(SOURCE.label, resp, raw_results, _result, EMPTY)
+    return parsing.listed_results(SOURCE.label, resp, "results", _result, EMPTY)
 
 
 def _result(item: Any) -> dict[str, str] | None:
-    url = parsing.item_url(item)
-    if url is None:
-        return None
-    title, content = item.get("title"), item.get("content")
-    return {
-        "title": parsing.plain(title),
-        "url": url,
-        "snippet": parsing.plain(content),
-    }
+    return parsing.titled(item, "content")
 
 
 def classify_error(resp: HttpResponse) -> errors.SearchError:
