@@ -16,6 +16,7 @@ import pytest
 
 from smart_search.errors import ConfigError
 from smart_search.host import host_keys
+from smart_search.sources import registry
 from smart_search.host.config import load_settings
 from smart_search.host.openclaw.dotenv import parse
 from smart_search.sources import registry
@@ -398,7 +399,13 @@ def test_doctor_says_where_each_key_was_found_never_the_key(tmp_path: Path) -> N
     assert f"exa: EXA_API_KEY: set ({len(OTHER)} characters) from environment" in out
     assert f"NOT READ: plugins.entries.tavily.config.webSearch.apiKey {OPENCLAW}" in out
     assert f"{missing} does not exist" in out
-    assert "Sources not configured: gemini, tavily, serper, searxng" in out
+    unconfigured = [
+        s.name
+        for s in registry.sources()
+        if s.name not in ("brave", "exa") and (s.kind == "api" or s.self_hosted)
+    ]
+    assert f"Sources not configured: {', '.join(unconfigured)}" in out
+    assert unconfigured[:4] == ["gemini", "tavily", "serper", "perplexity"]
     report = json.loads(doctor(environ, "--json").stdout)
     assert report["api_keys"]["brave"]["source"].startswith("plugins.entries.brave")
     assert report["sources"]["tavily"]["configured"] is False

@@ -44,7 +44,7 @@ def test_the_plugins_list_is_what_the_registry_writes() -> None:
 def test_a_row_per_source_and_per_openclaw_provider() -> None:
     page = PAGE.read_text()
     start, end = page.index(source_table.BEGIN), page.index(source_table.END)
-    registered = re.findall(r"^\| [^|]* \(`([a-z0-9-]+)`\) \|", page[start:end], re.M)
+    registered = re.findall(r"^\| [^|]* \(`([a-z0-9_-]+)`\) \|", page[start:end], re.M)
     assert registered == [s.name for s in registry.sources()]
     pending_block = page[end:].split("\n\n## ", 1)[0]
     pending = re.findall(r"^\| [^|]* \(`([a-z0-9-]+)`[^|]*\) \|", pending_block, re.M)

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 NAME = "parallel_free"
 LABEL = "Parallel Search (Free)"
-SOURCE = Source(name=NAME, label=LABEL, kind="web", order=1, endpoint=None, self_hosted=True)
+SOURCE = Source(name=NAME, label=LABEL, kind="web", order=1, endpoint=None, self_hosted=True,
+                host_plugin=None)  # OpenClaw holds no endpoint for it
 SERVER = "https://search.parallel.ai/mcp"  # what an operator sets `endpoints.parallel_free` to
 PROTOCOL = "2025-06-18"
 TOOL = "web_search"

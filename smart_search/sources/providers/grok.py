@@ -36,7 +36,7 @@ _SPENT_WORDS = ("credit", "spending limit", "billing", "quota")
 
 SOURCE = Source(
     name=NAME, label="Grok", kind="api", order=8, endpoint="https://api.x.ai",
-    key_variable="XAI_API_KEY", units=("search_query",),
+    key_variable="XAI_API_KEY", units=("search_query",), host_plugin="xai",
     # No free allowance for tool calls: $5 buys 1,000 web searches (xAI's pricing page, read
     # 2026-12); the defaults spend no more a month, a thirtieth of it a day.
     daily_limit=33, monthly_limit=1000,

@@ -46,7 +46,8 @@ _TRAILING = ".,;:!?"
 
 SOURCE = Source(
     name=NAME, label="Kimi", kind="api", order=9, endpoint="https://api.moonshot.ai",
-    units=("search_query",),
+    units=("search_query",), key_variable="KIMI_API_KEY", host_plugin="moonshot",
+    host_keys=("$MOONSHOT_API_KEY",),  # OpenClaw reads either variable (docs/tools/kimi.md)
     # No free allowance for $web_search: each call is billed (¥0.03 on the .cn platform, read
     # 2026-12). The defaults allow 1,000 a month, a thirtieth of them a day.
     daily_limit=33, monthly_limit=1000,
