@@ -16,7 +16,6 @@ import pytest
 
 from smart_search.errors import ConfigError
 from smart_search.host import host_keys
-from smart_search.sources import registry
 from smart_search.host.config import load_settings
 from smart_search.host.openclaw.dotenv import parse
 from smart_search.sources import registry
