@@ -132,14 +132,17 @@ def test_a_per_provider_rule_comes_from_the_table(tmp_path: Path) -> None:
     (unit,) = [key for key in fields_of("providers.<p>") if key.name.endswith(".unit")]
     assert unit.choices == {
         "gemini": ("search_query", "request"), "brave": ("request",), "tavily": ("credit",),
-        "exa": ("request",), "serper": ("credit",)}  # fmt: skip
+        "exa": ("request",), "serper": ("credit",), "minimax": ("request",),
+        "ollama": ("request",), "firecrawl": ("credit",)}  # fmt: skip
     with pytest.raises(ConfigError) as info:
         load(tmp_path, {"providers": {"brave": {"unit": "search_query"}}})
     assert info.value.message == 'Config key "providers.brave.unit" must be "request".'
     s = load(tmp_path, {"gemini_model": "gemini-2.5-flash"})
     assert s.units == {"gemini": "request", "brave": "request", "tavily": "credit",
-                       "exa": "request", "serper": "credit"}  # fmt: skip
-    assert s.max_units_per_call == {"gemini": 1, "brave": 1, "tavily": 1, "exa": 1, "serper": 1}
+                       "exa": "request", "serper": "credit", "minimax": "request",
+                       "ollama": "request", "firecrawl": "credit"}  # fmt: skip
+    assert s.max_units_per_call == {"gemini": 1, "brave": 1, "tavily": 1, "exa": 1, "serper": 1,
+                                    "minimax": 1, "ollama": 1, "firecrawl": 2}  # fmt: skip
 
 
 @pytest.mark.parametrize(

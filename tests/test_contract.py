@@ -56,7 +56,10 @@ def check_message(schema: str, args: Any) -> tuple[str, str] | None:
         ),
         (
             {"query": "ok", "agent_id": "a", "force_provider": "bing"},
-            'Invalid force_provider: "bing". Use "gemini", "brave", "tavily", "exa" or "serper".',
+            (
+                'Invalid force_provider: "bing". Use "gemini", "brave", "tavily", "exa", '
+                '"serper", "minimax", "ollama" or "firecrawl".'
+            ),
         ),
         (
             {"query": "ok", "agent_id": "a", "force_provider": "perplexity"},
@@ -64,7 +67,10 @@ def check_message(schema: str, args: Any) -> tuple[str, str] | None:
         ),
         (
             {"query": "ok", "agent_id": "a", "force_provider": 3},
-            'Invalid force_provider: "3". Use "gemini", "brave", "tavily", "exa" or "serper".',
+            (
+                'Invalid force_provider: "3". Use "gemini", "brave", "tavily", "exa", '
+                '"serper", "minimax", "ollama" or "firecrawl".'
+            ),
         ),
     ],
 )

@@ -80,10 +80,14 @@ def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, Any], list[
 
 
 def test_the_registry_holds_every_source_once_in_declared_order() -> None:
-    assert registry.api_names() == PROVIDERS == ("gemini", "brave", "tavily", "exa", "serper")
-    assert registry.web_names() == ENGINES == ("searxng", "google", "bing", "duckduckgo")
+    assert registry.api_names() == PROVIDERS == (
+        "gemini", "brave", "tavily", "exa", "serper", "minimax", "ollama", "firecrawl",
+    )  # fmt: skip
+    assert registry.web_names() == ENGINES == (
+        "searxng", "google", "bing", "duckduckgo", "ollama_local", "firecrawl_free",
+    )  # fmt: skip
     names = [s.name for s in registry.sources()]
-    assert len(names) == len(set(names)) == 9
+    assert len(names) == len(set(names)) == 14
     for source in registry.sources():
         module = registry.module(source.name)
         assert module.SOURCE is source and module.NAME == source.name

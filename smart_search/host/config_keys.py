@@ -305,6 +305,11 @@ KEYS: tuple[ConfigKey, ...] = (
         "bytes of a page read at most; a larger page is read that far",
     ),
     ConfigKey(
+        "fetch.fallback", "choice", "none",
+        "a second extractor for a page with no readable text: Firecrawl's scrape, in its credits",
+        choices=("none", "firecrawl"),
+    ),
+    ConfigKey(
         "timezone", "zone", None, "zone whose calendar day the quota and logs follow (unset: UTC)"
     ),
 )  # fmt: skip
