@@ -198,3 +198,26 @@ def test_the_contract_lets_every_registered_provider_be_forced() -> None:
     args = json.loads((REPO / "schemas" / "smart_search.args.json").read_text())
     allowed = set(args["properties"]["force_provider"]["enum"]) - {None}
     assert allowed == set(registry.api_names())
+
+
+# The sources added after the spec's own (whose names the spec's keys and strings carry):
+# each is named in no module of the package but the one that declares it.
+ADDED = ("tavily", "exa", "serper", "searxng", "minimax", "ollama", "ollama_local", "firecrawl",
+         "firecrawl_free")  # fmt: skip
+
+
+def test_each_added_source_is_named_only_in_its_own_module() -> None:
+    """Issue 30, point 5: the registry proves itself again. A keyless tier's own module is its
+    provider's (it is declared there as `KEYLESS`)."""
+    import inspect
+    import re
+
+    package = REPO / "smart_search"
+    texts = {p: p.read_text().lower() for p in package.rglob("*.py")}
+    for name in ADDED:
+        own = Path(inspect.getfile(registry.module(name).build_request)).resolve()
+        pattern = re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
+        naming = sorted(str(p.relative_to(package)) for p, text in texts.items()
+                        if pattern.search(text) and p.resolve() != own)  # fmt: skip
+        assert naming == [], (name, naming)
+    assert set(ADDED) <= {s.name for s in registry.sources()}

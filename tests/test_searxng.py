@@ -438,4 +438,4 @@ def test_the_mcp_description_names_it_as_leading_when_configured() -> None:
     from smart_search.shell.mcp.catalog import tool_description
 
     text = tool_description("smart_search", None)
-    assert "DuckDuckGo scraping (after a self-hosted SearXNG, when configured)" in text
+    assert "DuckDuckGo scraping (after SearXNG, " in text and ", when configured)" in text

@@ -3,7 +3,7 @@ module of `providers/` or `engines/`, as a `SOURCE` value (`source.py`).
 
 The registry imports each module of those two packages and keeps the ones that declare a
 `SOURCE`, in the order they declare; a provider with a keyless tier also declares `KEYLESS`, a
-web source with its own engine functions (an opt-in engine, as SearXNG is: docs/sources.md).
+web source with its own engine functions (opt-in, as a self-hosted engine is: docs/sources.md).
 Config defaults, routing, the tier walk, cache keys, deep legs, status, the report, doctor, MCP
 and the argument forms read the sources from here, so a new source is one module (plus its
 tests and its docs page) and nothing else in the package names it. The modules are light to

@@ -114,8 +114,8 @@ def _search_description(default: str) -> str:
     own = [s.label for s in registry.sources("web") if s.self_hosted]
     asked = _words([s.described or s.label for s in apis], "or")
     scraped = _words([s.label for s in engines], "and")
-    if own:  # a self-hosted engine leads the web tiers once configured
-        scraped += f" scraping (after a self-hosted {_words(own, 'or')}, when configured)"
+    if own:  # a self-hosted engine or a keyless tier leads the web tiers once configured
+        scraped += f" scraping (after {_words(own, 'or')}, when configured)"
     else:
         scraped += " scraping"
     first = _words([s.label for s in engines[:-1]], "and")
