@@ -110,7 +110,7 @@ def test_provider_order_replaces_the_fixed_pair_where_it_is_set(env: Env) -> Non
         (
             ["perplexity"],
             'Config key "provider_order[0]" must be '
-            '"gemini", "brave", "tavily", "exa" or "serper".',
+            '"gemini", "brave", "tavily", "exa", "serper", "minimax", "ollama" or "firecrawl".',
         ),
     ],
 )

@@ -100,9 +100,10 @@ def _summary_table(report: dict[str, Any]) -> Table:
         ["searches", f"{fmt_int(t['searches'])} (ok {fmt_int(t['succeeded'])}, "
                      f"failed {fmt_int(t['failed'])}, deep {fmt_int(t['deep'])})"],
         ["fallback", f"{fmt_int(t['fallback']['count'])} ({fmt_rate(t['fallback']['rate'])})"],
-        ["API units", ", ".join(
-            f"{p} {fmt_int(t['units'][p]['total'])}" for p in t["units"]
-        ) + f" (total {fmt_int(t['units_total'])})"],
+        # The APIs that billed something (the rest are zero; a long list would not fit a line).
+        ["API units", (", ".join(
+            f"{p} {fmt_int(t['units'][p]['total'])}" for p in t["units"] if t["units"][p]["total"]
+        ) or "none") + f" (total {fmt_int(t['units_total'])})"],
         ["web answers", ", ".join(
             f"{label_of(e)} {fmt_int(n)}" for e, n in t["web_answers"].items()
         )],
