@@ -54,9 +54,10 @@ def scrape(
         raise errors.NotConfigured(registry.source(name).not_configured or name)
     ledger = Ledger(settings, store, clock=clock)
     hold, _ = ledger.reserve(agent_id, name)  # QuotaExhausted / UnknownAgent: nothing sent
-    billed, seen = hold.units, None  # kept whole unless the request certainly never left
+    billed, seen = 0, None
     try:
         request = module.scrape_request(_key_settings(settings, name, hold), url)
+        billed = hold.units  # from here the request may leave: kept whole unless it never did
         try:
             response = http.send(
                 request, deadline=deadline, request_timeout_s=settings.request_timeout_ms / 1000
