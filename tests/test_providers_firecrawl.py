@@ -248,3 +248,17 @@ def test_a_scheduled_agents_plan_walks_to_firecrawl_when_provider_order_names_it
     # Two credits of the agent's four.
     assert env.call("search_quota_status")["agents"]["cron"]["firecrawl"] == {
         "allocated": 4, "used": 2, "remaining": 2}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["minimax", "ollama", "firecrawl"])
+def test_the_three_have_one_price_so_no_search_mode(tmp_path: Path, name: str) -> None:
+    """None of MiniMax, Ollama or Firecrawl sells searches at several prices: `mode` is refused,
+    and the worst case is the one price."""
+    from smart_search.errors import ConfigError
+    from tests.provider_support import provider_settings as settings_for
+
+    with FakeServer() as fake:
+        plain = settings_for(tmp_path, fake, name, KEY)
+        assert plain.modes[name] is None
+        with pytest.raises(ConfigError, match=f"providers.{name}.mode"):
+            settings_for(tmp_path, fake, name, KEY, providers={name: {"mode": "advanced"}})
