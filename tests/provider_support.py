@@ -153,3 +153,39 @@ def bound(name: str, key: str) -> tuple[Any, Any]:
         return provider_call(name, settings, filters=filters or None)
 
     return make_settings, search
+def install_key(env: Env, fake: FakeServer, name: str, key: str, **config: Any) -> None:
+    """Provider `name` (and DuckDuckGo, the fallback) pointed at `fake`, its key in
+    openclaw.json's top-level `env.vars`; `config` adds keys of the skill's block."""
+    import json
+
+    env.write_config({"endpoints": {name: fake.url, "duckduckgo": fake.url},
+                      "web_fetch_min_interval_ms": 0, **config})  # fmt: skip
+    doc = json.loads(env.config_path.read_text())
+    doc["env"] = {"vars": {f"{name.upper()}_API_KEY": key}}
+    env.config_path.write_text(json.dumps(doc))
+
+
+def forced_cli(env: Env, name: str, query: str = "james webb launch", **args: Any) -> Any:
+    """One CLI process forced to `name`: (its result, the finished process)."""
+    import json
+
+    call = {"query": query, "agent_id": "desk", "force_provider": name, **args}
+    proc = env.run_cli(json.dumps({"tool": "smart_search", "args": call}))
+    return json.loads(proc.stdout), proc
+
+
+def assert_echoed_key_stays_secret(
+    env: Env, fake: FakeServer, name: str, path: str, key: str, reply: Reply
+) -> None:
+    """`reply` (an error whose body echoes the key back) ends `name`'s tier, and the key is in
+    no URL sent, no output, no log line and no state file."""
+    fake.route(path, reply)
+    fake.route("/html/", Reply(404, b"no"))
+    install_key(env, fake, name, key, retry_max_attempts=1)
+    found, proc = forced_cli(env, name)
+    first = found["attempts"][0]
+    assert first["provider"] == name and first["outcome"] == "failed", found
+    assert key.encode() in reply.body_bytes()  # the fake did echo it
+    for seen in fake.requests:
+        assert key not in seen.target
+    assert_key_never_written(env, key, proc.stdout, proc.stderr)

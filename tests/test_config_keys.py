@@ -134,7 +134,8 @@ def test_a_per_provider_rule_comes_from_the_table(tmp_path: Path) -> None:
         "gemini": ("search_query", "request"), "brave": ("request",), "tavily": ("credit",),
         "exa": ("request",), "serper": ("credit",), "perplexity": ("request",),
         "parallel": ("request",), "grok": ("search_query",),
-        "kimi": ("search_query",)}  # fmt: skip
+        "kimi": ("search_query",), "minimax": ("request",),
+        "ollama": ("request",), "firecrawl": ("credit",)}  # fmt: skip
     with pytest.raises(ConfigError) as info:
         load(tmp_path, {"providers": {"brave": {"unit": "search_query"}}})
     assert info.value.message == 'Config key "providers.brave.unit" must be "request".'
@@ -142,10 +143,12 @@ def test_a_per_provider_rule_comes_from_the_table(tmp_path: Path) -> None:
     assert s.units == {"gemini": "request", "brave": "request", "tavily": "credit",
                        "exa": "request", "serper": "credit", "perplexity": "request",
                        "parallel": "request", "grok": "search_query",
-                       "kimi": "search_query"}  # fmt: skip
+                       "kimi": "search_query", "minimax": "request",
+                       "ollama": "request", "firecrawl": "credit"}  # fmt: skip
     assert s.max_units_per_call == {"gemini": 1, "brave": 1, "tavily": 1, "exa": 1, "serper": 1,
                                     "perplexity": 1, "parallel": 1, "grok": 3,
-                                    "kimi": 3}  # fmt: skip
+                                    "kimi": 3, "minimax": 1, "ollama": 1,
+                                    "firecrawl": 2}  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,8 @@ SEARCH = "smart_search.args.json"
 
 # The registered providers as the contract's messages list them.
 PROVIDER_CHOICES = (
-    '"gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel", "grok" or "kimi"'
+    '"gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel", "grok", '
+    '"kimi", "minimax", "ollama" or "firecrawl"'
 )
 
 

@@ -433,8 +433,9 @@ def test_source_weights_and_tracking_params_shape_the_merge(env: Env, fake: Fake
         (
             {"source_weights": {"yahoo": 1}},
             '"source_weights.yahoo" is not a source '
-            "(gemini, brave, tavily, exa, serper, perplexity, parallel, grok, kimi, "
-            "searxng, google, parallel_free, bing, duckduckgo).",
+            "(gemini, brave, tavily, exa, serper, perplexity, parallel, grok, kimi, minimax, "
+            "ollama, firecrawl, searxng, google, parallel_free, bing, duckduckgo, ollama_local, "
+            "firecrawl_free).",
         ),
         ({"tracking_params": "utm"}, '"tracking_params" must be an array of parameter names.'),
     ],

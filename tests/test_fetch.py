@@ -427,7 +427,7 @@ def test_pages_read_a_trickle_no_longer_than_the_deadline(fake: FakeServer):
 
 def test_fixture_pages_exist():
     assert sorted(p.name for p in FIXTURES.glob("*.html")) == [
-        "article-blog.html", "article-news.html", "docs-page.html"]  # fmt: skip
+        "article-blog.html", "article-news.html", "docs-page.html", "js-shell.html"]  # fmt: skip
     assert isinstance(Path, type)
 
 

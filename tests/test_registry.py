@@ -86,11 +86,12 @@ def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, Any], list[
 def test_the_registry_holds_every_source_once_in_declared_order() -> None:
     assert registry.api_names() == PROVIDERS == (
         "gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel", "grok",
-        "kimi")  # fmt: skip
+        "kimi", "minimax", "ollama", "firecrawl")  # fmt: skip
     assert registry.web_names() == ENGINES == (
-        "searxng", "google", "parallel_free", "bing", "duckduckgo")  # fmt: skip
+        "searxng", "google", "parallel_free", "bing", "duckduckgo", "ollama_local",
+        "firecrawl_free")  # fmt: skip
     names = [s.name for s in registry.sources()]
-    assert len(names) == len(set(names)) == 14
+    assert len(names) == len(set(names)) == 19
     for source in registry.sources():
         module = registry.module(source.name)
         assert module.SOURCE is source and module.NAME == source.name

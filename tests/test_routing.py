@@ -111,7 +111,7 @@ def test_provider_order_replaces_the_fixed_pair_where_it_is_set(env: Env) -> Non
             ["yahoo"],
             'Config key "provider_order[0]" must be '
             '"gemini", "brave", "tavily", "exa", "serper", "perplexity", "parallel", '
-            '"grok" or "kimi".',
+            '"grok", "kimi", "minimax", "ollama" or "firecrawl".',
         ),
     ],
 )

@@ -58,6 +58,8 @@ DEFAULT_DEEP_MAX_UNITS = sum(
 )
 # No count or limit anywhere (config or ledger) may exceed this: 1e30 is a typo, not a budget.
 MAX_COUNT = 10**9
+# The APIs whose module offers a page scrape: what `fetch.fallback` may name.
+SCRAPERS = tuple(s.name for s in _APIS if hasattr(registry.module(s.name), "scrape_request"))
 # The predecessor skill's allocation for an agent that is not in config.
 DEFAULT_ALLOCATION = {s.name: s.default_allocation for s in _APIS}
 DEFAULT_PROVIDER = next((s.name for s in _APIS if s.default_route), _APIS[0].name)
@@ -303,6 +305,11 @@ KEYS: tuple[ConfigKey, ...] = (
     _whole(
         "fetch.max_bytes", 2 * 1024 * 1024, 4096, 64 * 1024 * 1024,
         "bytes of a page read at most; a larger page is read that far",
+    ),
+    ConfigKey(
+        "fetch.fallback", "choice", "none",
+        "a scrape API read when a page has no readable text (JavaScript-rendered), in its units",
+        choices=("none", *SCRAPERS),
     ),
     ConfigKey(
         "timezone", "zone", None, "zone whose calendar day the quota and logs follow (unset: UTC)"

@@ -2,11 +2,13 @@
 module of `providers/` or `engines/`, as a `SOURCE` value (`source.py`).
 
 The registry imports each module of those two packages and keeps the ones that declare a
-`SOURCE`, in the order they declare. Config defaults, routing, the tier walk, cache keys, deep
-legs, status, the report, doctor, MCP and the argument forms read the sources from here, so a
-new source is one module (plus its tests and its docs page) and nothing else in the package
-names it. The modules are light to import: their wire code loads its own dependencies (http,
-lxml) when a request is built or a page parsed.
+`SOURCE`, in the order they declare; a provider with a keyless tier also declares `KEYLESS`, a
+web source with its own engine functions (opt-in, as a self-hosted engine is: docs/sources.md).
+Config defaults, routing, the tier walk, cache keys, deep legs, status, the report, doctor, MCP
+and the argument forms read the sources from here, so a new source is one module (plus its
+tests and its docs page) and nothing else in the package names it. The modules are light to
+import: their wire code loads its own dependencies (http, lxml) when a request is built or a
+page parsed.
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ def _declared() -> tuple[tuple[Source, ModuleType], ...]:
             declared = getattr(module, "SOURCE", None)
             if isinstance(declared, Source):
                 found.append((declared, module))
+            # A provider's keyless tier (`KEYLESS`): a web source of its own, declared in the
+            # provider's module with the engine functions it runs (docs/sources.md).
+            keyless = getattr(module, "KEYLESS", None)
+            if keyless is not None and isinstance(getattr(keyless, "SOURCE", None), Source):
+                found.append((keyless.SOURCE, keyless))
     found.sort(key=lambda pair: (pair[0].kind != "api", pair[0].order, pair[0].name))
     return tuple(found)
 
@@ -78,7 +85,8 @@ def source(name: str) -> Source:
 
 
 def module(name: str) -> ModuleType:
-    """The module that declares `name` (its request builder, parser and error mapping)."""
+    """The module that declares `name` (its request builder, parser and error mapping); for a
+    keyless tier, the namespace its provider's module declares as `KEYLESS`."""
     for declared, declaring in _declared():
         if declared.name == name:
             return declaring

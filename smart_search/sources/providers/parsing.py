@@ -268,3 +268,39 @@ def instructed(filters: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         else:
             asks.append(ask)
     return ({"instructions": " ".join(asks)} if asks else {}), unsupported
+# --- a provider's keyless tier (`KEYLESS`, docs/sources.md): a web source of its own ----------
+
+
+def keyless_post(settings: Settings, name: str, path: str, body: dict[str, Any]) -> HttpRequest:
+    """POST `body` as JSON to keyless tier `name`'s endpoint + `path`: no key header at all."""
+    from smart_search.sources.http import HttpRequest
+
+    return HttpRequest(
+        "POST", settings.endpoints[name] + path, headers={"Accept": "application/json"}, json=body
+    )
+
+
+def keyless_status(source: Any, response: HttpResponse) -> None:
+    """A keyless tier's non-2xx answer as the engines' error tree (engines/fetch.py: 429 and 403
+    are `blocked`), and also 401 (the tier now wants a key) and 402 (its free allowance is
+    spent): `blocked` too, never `no_results`. Returns None for 2xx."""
+    if response.status in (401, 402):
+        raise errors.Blocked(
+            f"{source.label} refused the keyless request (HTTP {response.status}).",
+            http_status=response.status,
+        )
+    from smart_search.sources.engines.fetch import classify_status
+
+    classify_status(source, response)
+
+
+def keyless_results(
+    parse_response: Callable[[HttpResponse, Any], Answer], body: bytes
+) -> list[dict[str, str]]:
+    """A keyless tier's 2xx body read by its provider's own `parse_response`: the same results,
+    or the same `no_results` / `parse_error`."""
+    from smart_search.sources.http import HttpResponse
+
+    found = parse_response(HttpResponse(status=200, headers={}, body=body), None).results
+    assert isinstance(found, list)
+    return found
