@@ -104,7 +104,8 @@ def routed_provider(query: str, settings: Settings, force_provider: str | None) 
 
 def invalid_force_provider(err: InvalidInput, settings: Settings) -> InvalidInput:
     """The contract's force_provider error (the spec's: `Use "gemini" or "brave".`), naming
-    also each other API the operator configured: `Use "gemini", "brave" or "tavily".`"""
+    also each other API the operator configured, in the registry's order: `Use "gemini", "brave"
+    or "<another>".`"""
     named = set(registry.default_chain()) | set(configured_apis(settings))
     names = tuple(p for p in PROVIDERS if p in named)
     if names == registry.default_chain():
