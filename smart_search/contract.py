@@ -103,7 +103,9 @@ def _fail(schema: dict[str, Any], keyword: str, value: Any, name: str | None) ->
         shown = shown[:64] + "…"
     message = template.replace("{value}", shown).replace("{name}", str(name))
     cls = ERROR_CLASSES[schema.get("x-error-code", "invalid_input")]
-    return cls(message)
+    err = cls(message)
+    err.field, err.shown = name, shown
+    return err
 
 
 def _render(value: Any) -> str:

@@ -53,6 +53,9 @@ class SearchError(Exception):
     error_code = "internal"
     retryable = False
     counts_for_breaker = False
+    # A contract failure: the argument it names and its value as the message shows it.
+    field: str | None = None
+    shown: str | None = None
 
     def __init__(
         self,

@@ -44,6 +44,7 @@ from smart_search.host.config_keys import (
     unknown_keys,
     worst_case,
 )
+from smart_search.host.config_keys import DEFAULT_ENDPOINTS as DEFAULT_ENDPOINTS
 from smart_search.host.config_keys import DEFAULT_GEMINI_MODEL as DEFAULT_GEMINI_MODEL
 from smart_search.host.config_keys import DEFAULT_MONTHLY_LIMITS as DEFAULT_MONTHLY_LIMITS
 from smart_search.host.config_keys import DEFAULT_RESET_TIMEZONES as DEFAULT_RESET_TIMEZONES
@@ -66,6 +67,18 @@ def engines(settings: Settings) -> tuple[str, ...]:
     """The web engines `settings` can reach, in the registry's order: every engine but a
     self-hosted one whose endpoint is not configured (it has no default)."""
     return tuple(e for e in ENGINES if e in settings.endpoints)
+
+
+def configured_apis(settings: Settings) -> tuple[str, ...]:
+    """The search APIs the operator configured, in the registry's order: those with a key (or a
+    key pool) or an endpoint of the operator's own (not the source's default)."""
+    return tuple(
+        p
+        for p in PROVIDERS
+        if settings.api_keys.get(p) is not None
+        or settings.key_pools.get(p)
+        or settings.endpoints.get(p, "").rstrip("/") != DEFAULT_ENDPOINTS[p].rstrip("/")
+    )
 
 
 # The chat agent of Strategy B (spec 4), always known, also under strict_agents.

@@ -254,6 +254,7 @@ def _readable(page: Page) -> dict[str, Any]:
     return {
         "final_url": page.url,
         "title": clean(found.title),
+        "headline": clean(found.headline),
         "author": clean(found.author),
         "date": clean(found.date),
         "text": text,
@@ -278,6 +279,7 @@ def _result(
         "url": url,
         "final_url": page["final_url"],
         "title": page["title"],
+        "headline": page.get("headline"),  # a page cached before issue 28 has none
         "author": page["author"],
         "date": page["date"],
         "text": text[:cap],

@@ -19,7 +19,9 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from smart_search.host.config import GENERAL_AGENT, Settings, engines
+from smart_search.errors import InvalidInput
+from smart_search.host.config import GENERAL_AGENT, PROVIDERS, Settings, configured_apis, engines
+from smart_search.host.config_checks import either
 from smart_search.sources import registry
 
 
@@ -98,6 +100,26 @@ def other_providers(routed: str, order: tuple[str, ...] | None = None) -> list[s
 def routed_provider(query: str, settings: Settings, force_provider: str | None) -> str:
     """`force_provider` when given (it replaces the routed provider only), else `route`."""
     return force_provider or route(query, settings)
+
+
+def unconfigured_force(force_provider: str | None, settings: Settings) -> InvalidInput | None:
+    """The contract's refusal of forcing a source that is not configured, where its module
+    declares one (the spec's `Perplexity is not yet implemented.`); None otherwise."""
+    if force_provider is None or force_provider in configured_apis(settings):
+        return None
+    message = registry.source(force_provider).forced_unconfigured
+    return None if message is None else InvalidInput(message)
+
+
+def invalid_force_provider(err: InvalidInput, settings: Settings) -> InvalidInput:
+    """The contract's force_provider error (the spec's: `Use "gemini" or "brave".`), naming
+    also each other API the operator configured, in the registry's order: `Use "gemini", "brave"
+    or "<another>".`"""
+    named = set(registry.default_chain()) | set(configured_apis(settings))
+    names = tuple(p for p in PROVIDERS if p in named)
+    if names == registry.default_chain():
+        return err
+    return InvalidInput(f'Invalid force_provider: "{err.shown}". Use {either(names)}.')
 
 
 def web_engines(settings: Settings) -> tuple[list[str], list[str], str]:

@@ -85,6 +85,9 @@ def smart_search(
         # Validation: not logged as a search, no state touched.
         return failure_result("smart_search", UnknownAgent(unknown_agent(agent_id)))
     force: str | None = args.get("force_provider")
+    refused = planner.unconfigured_force(force, settings)
+    if refused is not None:  # validation too: not logged, no state touched
+        return failure_result("smart_search", refused)
     routed = planner.routed_provider(query, settings, force)
     run = _start_run(args, settings, agent_id, query, started, backends, clock)
     deep = args.get("mode") == "deep"

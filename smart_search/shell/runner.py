@@ -75,15 +75,13 @@ def _handle(
             contract.check(f"{tool}.args.json", args)
         except RecursionError:
             raise InvalidInput(NESTED_TOO_DEEP) from None
+        except InvalidInput as err:
+            if tool == "smart_search" and err.field == "force_provider":
+                raise _force_provider_error(err, environ, holder, settings_loader) from None
+            raise
         from smart_search.search.tools import call_tool
 
-        if settings_loader is None:
-            from smart_search.host.config import load_settings
-
-            settings = load_settings(os.environ if environ is None else environ)
-        else:
-            settings = settings_loader()
-        holder["settings"] = settings
+        settings = _settings(environ, holder, settings_loader)
         return call_tool(tool, args, settings, **options)
     except SearchError as err:
         return _error(tool, err)
@@ -92,6 +90,32 @@ def _handle(
         from smart_search.errors import InternalError
 
         return _error(tool, InternalError(f"Internal error: {exc.__class__.__name__}"))
+
+
+def _settings(environ: Any, holder: dict[str, Any], loader: Callable[[], Any] | None) -> Any:
+    if loader is None:
+        from smart_search.host.config import load_settings
+
+        settings = load_settings(os.environ if environ is None else environ)
+    else:
+        settings = loader()
+    holder["settings"] = settings
+    return settings
+
+
+def _force_provider_error(
+    err: InvalidInput, environ: Any, holder: dict[str, Any], loader: Callable[[], Any] | None
+) -> InvalidInput:
+    """A bad force_provider names the APIs the config has (it stays the spec's message, the
+    input error, when the config cannot be read: a bad argument is reported before a bad
+    config)."""
+    try:
+        settings = _settings(environ, holder, loader)
+    except SearchError:
+        return err
+    from smart_search.search.planner import invalid_force_provider
+
+    return invalid_force_provider(err, settings)
 
 
 def _error(tool: str | None, err: SearchError) -> dict[str, Any]:

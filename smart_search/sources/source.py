@@ -50,6 +50,10 @@ _DEFAULTS: dict[str, Any] = {
     # Further places OpenClaw documents for it, after those: a dotted openclaw.json path
     # ("models.providers.google.apiKey") or "$VAR" for an environment variable OpenClaw reads.
     "host_keys": (),
+    # The contract's answer to `force_provider` naming it while it is not configured (no key,
+    # pool or endpoint of the operator's), when the spec fixes one; None: the tier is walked and
+    # says it is not configured, as every source's does.
+    "forced_unconfigured": None,
 }
 
 
@@ -84,6 +88,7 @@ class Source:
     units_per_call: Callable[[str | None], int] | None
     host_plugin: str | None
     host_keys: tuple[str, ...]
+    forced_unconfigured: str | None
 
     def __init__(self, **fields: Any) -> None:
         missing = [f for f in _REQUIRED if f not in fields]

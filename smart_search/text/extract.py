@@ -5,6 +5,10 @@ equal text on our fixtures, and only trafilatura reads the author and date the t
 It costs ~130 ms to import, so it is imported here, inside `extract_page`, and only a fetch
 pays for it; the one-shot search call never loads this module's dependency.
 
+`title` is the document's own `<title>` (what a browser's tab and Readability show), cleaned of
+a trailing site name the way Readability cleans it (`page_title`); the extractor's own title,
+which prefers a lone `<h1>` or the page's metadata, is `headline` when it says something else.
+
 Script, style and noscript bodies never reach the text: trafilatura drops them, and a text/plain
 page is not HTML at all. What comes back is raw page text: the caller sanitizes it.
 """
@@ -12,7 +16,8 @@ page is not HTML at all. What comes back is raw page text: the caller sanitizes 
 from __future__ import annotations
 
 import logging
-from typing import NamedTuple
+import re
+from typing import Any, NamedTuple
 
 MISSING = (
     "smart_fetch needs the trafilatura package (pip install trafilatura); it is a dependency "
@@ -25,6 +30,36 @@ class Extracted(NamedTuple):
     author: str | None
     date: str | None
     text: str
+    headline: str | None = None  # the extractor's title where it differs from `title`
+
+
+# Readability's title separators: | - – — and the hierarchical \ / > », each between spaces.
+_SEPARATORS = r"|\-–—\\/>»"
+_BETWEEN_SPACES = re.compile(rf"\s[{_SEPARATORS}]\s")
+_HIERARCHICAL = re.compile(r"\s[\\/>»]\s")
+_LEADING_PART = re.compile(f"^[^{_SEPARATORS}]*[{_SEPARATORS}]")
+_SEPARATOR_RUNS = re.compile(f"[{_SEPARATORS}]+")
+
+
+def page_title(raw: str | None) -> str | None:
+    """A document title with its trailing " | Site" or " - Site" cut, as Readability cuts it:
+    everything from the last spaced separator goes; when that leaves under three words, the
+    first part goes instead ("News | A long headline here"); and a result of four words or fewer
+    is taken back to the whole title, unless the separators were hierarchical (\\ / > ») and
+    exactly one part was dropped. Whitespace runs become one space; None for an empty title."""
+    title = " ".join((raw or "").split())
+    found = list(_BETWEEN_SPACES.finditer(title))
+    if not found:
+        return title or None
+    hierarchical = _HIERARCHICAL.search(title) is not None
+    cut = title[: found[-1].start()].strip()
+    if len(cut.split()) < 3:
+        cut = _LEADING_PART.sub("", title, count=1).strip()
+    words = len(cut.split())
+    parts_words = len(_SEPARATOR_RUNS.sub("", title).split())
+    if words <= 4 and (not hierarchical or words != parts_words - 1):
+        return title
+    return cut
 
 
 def extract_page(body: bytes, content_type: str, url: str) -> Extracted:
@@ -40,8 +75,13 @@ def extract_page(body: bytes, content_type: str, url: str) -> Extracted:
         # They log parsing trouble at WARNING and above; with no handler configured Python
         # prints that to stderr, which the contract keeps clean.
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    tree = trafilatura.load_html(body)
+    if tree is None:
+        return Extracted(None, None, None, "")
+    raw = _document_title(tree)  # before the extractor, which prunes the tree it is given
+    own = page_title(raw)
     doc = trafilatura.bare_extraction(
-        body,
+        tree,
         url=url,
         with_metadata=True,
         include_comments=False,
@@ -53,14 +93,23 @@ def extract_page(body: bytes, content_type: str, url: str) -> Extracted:
         date_extraction_params={"extensive_search": False, "original_date": True},
     )
     if doc is None:
-        return Extracted(None, None, None, "")
+        return Extracted(own, None, None, "")
     found = doc.as_dict() if hasattr(doc, "as_dict") else dict(doc)
-    return Extracted(
-        _field(found.get("title")),
-        _field(found.get("author")),
-        _field(found.get("date")),
-        found.get("text") or "",
-    )
+    headline = _field(found.get("title"))
+    if own is None:  # no <title>: the extractor's is the only one
+        own, headline = headline, None
+    elif headline is not None and " ".join(headline.split()) in (own, raw):
+        headline = None
+    return Extracted(own, _field(found.get("author")), _field(found.get("date")),
+                     found.get("text") or "", headline)  # fmt: skip
+
+
+def _document_title(tree: Any) -> str | None:
+    """The text of the document's first <title> (not an SVG image's), as `document.title`."""
+    for element in tree.iter("title"):
+        if not any(a.tag == "svg" for a in element.iterancestors()):
+            return " ".join(element.text_content().split()) or None
+    return None
 
 
 def _field(value: object) -> str | None:

@@ -13,13 +13,18 @@ Quirks worth knowing:
   `form#challenge-form` posting to `anomaly.js`), often with HTTP 202: parsed, then `Blocked`.
 - A query with nothing found shows `div.no-results` ("No results.") inside a
   `result--no-result` block, which is not a result.
+- Instead of the /html/ page it may serve its JavaScript app (the `duckduckgo.com/?q=` shell:
+  empty `div#links`, results fetched later by script) whose `<noscript>` redirects a client
+  without JavaScript to the no-JS site ("You are being redirected to the non-JavaScript site.",
+  a meta refresh to `/html?q=`). That is the engine not serving the page asked for, like
+  Google's JavaScript wall: `Blocked`, not `ParseError`.
 - `kl=wt-wt` asks for no region, so results do not depend on where the request comes from.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from smart_search.sources.engines import html
 from smart_search.sources.engines.request import page_request
@@ -36,6 +41,7 @@ PATH = "/html/"
 SOURCE = Source(name=NAME, label="DuckDuckGo", kind="web", order=3, endpoint="https://html.duckduckgo.com")
 REGION = "wt-wt"  # "All regions"
 CHALLENGE = "served its bot challenge instead of results."
+JS_APP = "served its JavaScript app instead of the no-JavaScript results page."
 
 
 def build_request(
@@ -79,8 +85,27 @@ def _shows_challenge(page: html.Page) -> bool:
     )
 
 
+def _shows_js_app(page: html.Page) -> bool:
+    # What the app's <noscript> shows a client without JavaScript: its notice, or its refresh
+    # to the no-JS site. (The /html/ page's own form posts to /html/, so a link there is no
+    # sign; a refresh is.)
+    return (
+        page.says("redirected to the non-javascript site")
+        or page.named("msg--noscript")
+        or any(_refreshes_to_html(meta) for meta in page.root.iter("meta"))
+    )
+
+
+def _refreshes_to_html(meta: HtmlElement) -> bool:
+    """A `<meta http-equiv="refresh" content="0;URL=/html?q=...">`: off to the no-JS site."""
+    if (meta.get("http-equiv") or "").strip().lower() != "refresh":
+        return False
+    _, _, target = (meta.get("content") or "").partition("=")
+    return urlsplit(target.strip().strip("'\"")).path.lower().startswith("/html")
+
+
 # What the page shows that makes it a wall, tried after its results and its no-results block.
-_WALLS = ((CHALLENGE, _shows_challenge),)
+_WALLS = ((CHALLENGE, _shows_challenge), (JS_APP, _shows_js_app))
 
 
 def _results(root: HtmlElement) -> list[dict[str, Any]]:

@@ -43,6 +43,9 @@ SOURCE = Source(
     # searches at $5 per 1,000 (pricing page, read 2026-12). The day window is its thirtieth.
     daily_limit=33, monthly_limit=1000,
     request_settings=("modes",), described="the Perplexity Search API",
+    # The spec's answer to forcing Perplexity, which stands for the spec's install (no
+    # Perplexity key): a configured Perplexity is asked (issue 30; docs/errors.md).
+    forced_unconfigured="Perplexity is not yet implemented.",
 )  # fmt: skip
 
 
