@@ -104,7 +104,7 @@ def routed_provider(query: str, settings: Settings, force_provider: str | None) 
 
 def unconfigured_force(force_provider: str | None, settings: Settings) -> InvalidInput | None:
     """The contract's refusal of forcing a source that is not configured, where its module
-    declares one (the spec's `Perplexity is not yet implemented.`); None otherwise."""
+    declares one (the spec fixes one such string); None otherwise."""
     if force_provider is None or force_provider in configured_apis(settings):
         return None
     message = registry.source(force_provider).forced_unconfigured
