@@ -23,12 +23,9 @@ from smart_search.host.config_checks import (
     check_object,
     check_string,
     either,
-    is_header_safe,
 )
 from smart_search.host.config_entry import (
-    API_KEY_NAMES,
     api_key_sources,
-    find_api_key,
     layout_warnings,
     skill_section,
     substitute_variables,
@@ -48,12 +45,12 @@ from smart_search.host.config_keys import DEFAULT_ENDPOINTS as DEFAULT_ENDPOINTS
 from smart_search.host.config_keys import DEFAULT_GEMINI_MODEL as DEFAULT_GEMINI_MODEL
 from smart_search.host.config_keys import DEFAULT_MONTHLY_LIMITS as DEFAULT_MONTHLY_LIMITS
 from smart_search.host.config_keys import DEFAULT_RESET_TIMEZONES as DEFAULT_RESET_TIMEZONES
-from smart_search.host.host_keys import HostEnv
-from smart_search.host.host_keys import find as find_host_key
+from smart_search.host.config_secrets import Secret as Secret
+from smart_search.host.config_secrets import assign_key_pools, assign_keys, lookup_in
+from smart_search.host.config_secrets import find_key as find_key
 from smart_search.sources import registry
 from smart_search.text.urls import is_allowed_base_url as is_allowed_base_url
 from smart_search.text.urls import is_loopback_host as is_loopback_host
-from smart_search.text.urls import is_private_base_url
 
 if TYPE_CHECKING:
     from smart_search.host.config_pools import PoolKey
@@ -83,23 +80,6 @@ def configured_apis(settings: Settings) -> tuple[str, ...]:
 
 # The chat agent of Strategy B (spec 4), always known, also under strict_agents.
 GENERAL_AGENT = "general"
-
-
-class Secret:
-    """An API key that cannot leak by accident: its repr and str never show the value."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
 
 
 class Settings:
@@ -226,17 +206,17 @@ class Settings:
 # Settings' fields, and the defaults of those a call may leave out.
 _SETTINGS_FIELDS = frozenset(Settings.__slots__)
 _SETTINGS_DEFAULTS: dict[str, Any] = {
-    'warnings': (),
-    'legacy_state_dir': None,
-    'config_files': (),
-    'mcp_agent_id': None,
-    'deep_max_units': 4,
-    'source_weights': {},
-    'tracking_params': (),
-    'key_pools': {},
-    'mcp': {'tokens': ()},
-    'key_origins': {},
-    'key_notes': {},
+    "warnings": (),
+    "legacy_state_dir": None,
+    "config_files": (),
+    "mcp_agent_id": None,
+    "deep_max_units": 4,
+    "source_weights": {},
+    "tracking_params": (),
+    "key_pools": {},
+    "mcp": {"tokens": ()},
+    "key_origins": {},
+    "key_notes": {},
 }
 
 
@@ -276,8 +256,6 @@ def config_file(env: Any) -> tuple[str, bool]:
     return location.path, location.explicit
 
 
-
-
 def _read_config_files(path: str, explicit: bool, env: Any) -> tuple[dict[str, Any], list[str]]:
     """The config object and every file read for it (the main file and its includes)."""
     location = openclaw.ConfigLocation(path, explicit, True, [])
@@ -303,103 +281,15 @@ def _build(
         chain = values["provider_order"] or registry.default_chain()
         values["deep_max_units"] = sum(values["max_units_per_call"][p] for p in chain)
     sources = api_key_sources(env, root, skill_env)
-    _keys(values, sources, root, env)
-    _key_pools(values, sources, env)
+    assign_keys(values, sources, root, env)
+    assign_key_pools(values, sources, env)
     if values["mcp"]["tokens"]:
         from smart_search.host.config_tokens import resolve_tokens
 
-        tokens = resolve_tokens(values["mcp"]["tokens"], _lookup(sources, env), Secret)
+        tokens = resolve_tokens(values["mcp"]["tokens"], lookup_in(sources, env), Secret)
         values["mcp"] = {**values["mcp"], "tokens": tokens}
     _check_budgets(values)
     return Settings(**values)
-
-
-def _lookup(sources: Any, env: Any) -> Any:
-    """A variable's value as an API key's is found (`sources`, in order), or None."""
-
-    def lookup(variable: str) -> str | None:
-        found = find_api_key(variable, sources, env)
-        return None if found is None else found[1]
-
-    return lookup
-def find_key(
-    provider: str, sources: Any, root: dict[str, Any], env: Any, host_env: HostEnv
-) -> tuple[str | None, str | None, tuple[str, ...]]:
-    """The one key walk (issue 30): smart-search's own places (RULINGS 2) first, then the ones
-    OpenClaw holds for the provider (host_keys.py). (origin, value, notes); doctor reads it too."""
-    found = find_api_key(registry.source(provider).key_variable or "", sources, env)
-    if found is not None:
-        return found[0], found[1], ()
-    held = find_host_key(registry.source(provider), root, host_env)
-    return held.origin, held.value, held.notes
-
-
-def _keys(values: dict[str, Any], sources: Any, root: dict[str, Any], env: Any) -> None:
-    """Each provider's key, where it came from; a self-hosted engine's endpoint from OpenClaw's
-    config when `endpoints` names none."""
-    host_env = HostEnv(env, root)
-    keys: dict[str, Secret | None] = {}
-    origins: dict[str, str] = {}
-    notes: dict[str, tuple[str, ...]] = {}
-    for provider, name in zip(PROVIDERS, API_KEY_NAMES, strict=True):
-        origin, value, why = find_key(provider, sources, root, env, host_env)
-        keys[provider] = None if value is None else _secret(name, value, origin)
-        if origin is not None:
-            origins[provider] = origin
-        if why:
-            notes[provider] = why
-    for engine in registry.sources("web"):
-        if engine.self_hosted and engine.name not in values["endpoints"]:
-            held = find_host_key(engine, root, host_env)
-            if held.value is not None and is_private_base_url(held.value):
-                values["endpoints"] = {**values["endpoints"], engine.name: held.value.rstrip("/")}
-                origins[engine.name] = held.origin or ""
-            elif held.value is not None:
-                notes[engine.name] = (
-                    f"{held.origin} is not an https:// URL (http:// only for loopback or "
-                    "private hosts)",
-                )
-            elif held.notes:
-                notes[engine.name] = held.notes
-    values.update(api_keys=keys, key_origins=origins, key_notes=notes)
-    values["config_files"] = tuple(dict.fromkeys(host_env.files))
-
-
-def _key_pools(values: dict[str, Any], sources: Any, env: Any) -> None:
-    """Each provider's key pool (`providers.<p>.keys`, else `<P>_API_KEYS`): its first key is
-    the provider's key, and its windows are the sum of its accounts' (each key's, or each
-    project's; a key's limits are the provider's unless its entry sets its own)."""
-    lookup = _lookup(sources, env)
-    pools: dict[str, tuple[PoolKey, ...]] = {}
-    for p, name in zip(PROVIDERS, API_KEY_NAMES, strict=True):
-        entries = values["key_pools"][p]
-        listed = lookup(name + "S") if entries is None else None
-        if entries is None and listed is None:
-            pools[p] = ()  # no pool: nothing of config_pools.py is loaded
-            continue
-        from smart_search.host.config_pools import account_limits, build_pool, env_entries
-
-        if entries is None:
-            entries = env_entries(listed, name + "S")
-        pool = build_pool(
-            entries, lookup, Secret, values["daily_limits"][p], values["monthly_limits"][p]
-        )
-        pools[p] = pool
-        if pool:
-            values["api_keys"][p] = pool[0].secret
-            values["key_origins"][p] = f"key pool of {len(pool)}"
-            values["daily_limits"][p], values["monthly_limits"][p] = account_limits(pool)
-    values["key_pools"] = pools
-
-
-def _secret(name: str, value: str, origin: str | None) -> Secret:
-    # Never the value itself in the message: it is a secret.
-    if not is_header_safe(value):
-        where = "" if origin is None or "(OpenClaw)" not in origin else f" (from {origin})"
-        raise ConfigError(
-            f"{name}{where} contains characters that cannot be sent in an HTTP header."
-        )
-    return Secret(value)
 
 
 def _check_keys(value: Any, name: str, key: ConfigKey | None = None) -> Any:
