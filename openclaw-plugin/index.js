@@ -9,6 +9,7 @@
 
 import { spawn } from "node:child_process";
 import path from "node:path";
+import { callWorker } from "./worker.js";
 
 export const PROVIDER_ID = "smart-search";
 export const DEFAULTS = Object.freeze({
@@ -16,6 +17,7 @@ export const DEFAULTS = Object.freeze({
   defaultAgent: "general",
   timeoutMs: 60000,
   killGraceMs: 2000,
+  spawnPerCall: false,
 });
 const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 const SEARCH_ARGS = ["count", "freshness", "country", "language"];
@@ -42,6 +44,7 @@ export function readSettings(pluginConfig) {
     defaultAgent: pick("defaultAgent", text),
     timeoutMs: pick("timeoutMs", whole),
     killGraceMs: pick("killGraceMs", whole),
+    spawnPerCall: pick("spawnPerCall", (v) => typeof v === "boolean"),
   };
 }
 
@@ -163,6 +166,13 @@ export function runProduct(settings, call, signal) {
   });
 }
 
+/** One call to the product: on the resident worker (worker.js), or with `spawnPerCall` a
+ * process of its own (runProduct). Either way the product's result object. */
+export function callProduct(settings, call, signal) {
+  if (settings.spawnPerCall) return runProduct(settings, call, signal);
+  return callWorker(settings, call, signal, (message, code) => new SmartSearchError(message, code));
+}
+
 /** OpenClaw's web_search arguments -> the product's smart_search args. */
 export function searchArgs(args, agentId) {
   const query = typeof args?.query === "string" ? args.query : "";
@@ -276,7 +286,7 @@ export function createSearchProvider(pluginConfig) {
           let product;
           try {
             const agentId = agentFromDir(ctx?.agentDir, ctx?.config, settings.defaultAgent);
-            product = await runProduct(
+            product = await callProduct(
               settings,
               { tool: "smart_search", args: searchArgs(args, agentId) },
               context?.signal,
@@ -309,7 +319,7 @@ export function createFetchProvider(pluginConfig) {
           const url = typeof args?.url === "string" ? args.url : "";
           const fetchArgs = { url, agent_id: settings.defaultAgent };
           if (Number.isInteger(args?.maxChars) && args.maxChars > 0) fetchArgs.max_chars = args.maxChars;
-          const product = await runProduct(
+          const product = await callProduct(
             settings,
             { tool: "smart_fetch", args: fetchArgs },
             context?.signal,
