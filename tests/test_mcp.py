@@ -445,27 +445,36 @@ def test_an_answer_that_came_first_stands(fake: FakeServer) -> None:
     assert len(fake.requests) == 1
 
 
+def _search_until_it_asks(
+    env: Env, fake: Any, scope: http.CancelScope, box: dict[str, Any]
+) -> threading.Thread:
+    """A search on a thread of its own under `scope` (its result or exception lands in `box`),
+    returned once its first request reached `fake`."""
+    service = mcp_server.Service(env.environ)
+
+    def search() -> None:
+        try:
+            box["result"] = service.call(
+                "smart_search", {"query": "space news", "agent_id": AGENT}, scope
+            )
+        except BaseException as exc:  # noqa: BLE001
+            box["error"] = exc
+
+    worker = threading.Thread(target=search)
+    worker.start()
+    deadline = time.monotonic() + WAIT_S
+    while not fake.requests and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return worker
+
+
 def test_a_cancelled_search_keeps_what_it_sent_charged_and_walks_no_further(env: Env) -> None:
     """The request reached the provider before the cancel: it may have been billed, so its worst
     case stays charged (RULINGS 4); nothing more is asked."""
     with HangingServer() as fake:
         configure(env, fake)
-        service = mcp_server.Service(env.environ)
         scope, box = http.CancelScope(), {}
-
-        def search() -> None:
-            try:
-                box["result"] = service.call(
-                    "smart_search", {"query": "space news", "agent_id": AGENT}, scope
-                )
-            except BaseException as exc:  # noqa: BLE001
-                box["error"] = exc
-
-        worker = threading.Thread(target=search)
-        worker.start()
-        deadline = time.monotonic() + WAIT_S
-        while not fake.requests and time.monotonic() < deadline:
-            time.sleep(0.01)
+        worker = _search_until_it_asks(env, fake, scope, box)
         assert [r.path for r in fake.requests] == [BRAVE_PATH]
         assert env.call("search_quota_status", {"agent_id": AGENT})["brave"]["used"] == 1
         scope.cancel()
@@ -496,6 +505,26 @@ def test_a_search_cancelled_before_its_request_left_gives_its_hold_back(env: Env
             0,
             0,
         )
+
+
+def test_a_call_cancelled_in_its_backoff_stops_waiting_and_refunds_the_retry(
+    env: Env, fake: FakeServer
+) -> None:
+    """Per call, what a SIGTERM is to the one-shot CLI (sources/cancel.py): the cancel ends the
+    retry's backoff at once, and the retry that never left gives its hold back."""
+    configure(env, fake, retry_max_attempts=2, retry_base_delay=20_000)
+    fake.route(BRAVE_PATH, Reply(503, b"{}"), Reply(200, fixture_bytes("brave-ok.json")))
+    scope, box = http.CancelScope(), {}
+    worker = _search_until_it_asks(env, fake, scope, box)
+    time.sleep(0.3)  # inside the 20 s backoff
+    started = time.monotonic()
+    scope.cancel()
+    worker.join(WAIT_S)
+    assert not worker.is_alive() and time.monotonic() - started < 15  # the backoff was cut
+    assert isinstance(box.get("error"), errors.Cancelled) and not box["error"].sent, box
+    assert [r.path for r in fake.requests] == [BRAVE_PATH]  # the retry never left
+    brave = env.call("search_quota_status")["providers"]["brave"]
+    assert (brave["used"], brave["in_flight"]) == (0, 0)  # the hold came back whole
 
 
 # --- the settings cache -----------------------------------------------------------------------

@@ -22,6 +22,8 @@ class Service:
         self._stamp: tuple[Any, ...] | None = None
         self._cached: tuple[Any, str | None] | None = None
         self.loads = 0  # how many times the config was parsed (tests read it)
+        self._idle = threading.Condition()
+        self._running = 0  # calls in their worker threads now
 
     # Settings, re-read when the config file changes.
 
@@ -109,8 +111,20 @@ class Service:
             from smart_search.search.tools import failure_result
 
             return failure_result(tool, err)
-        with cancel_scope(scope or CancelScope()):
-            return handle_request(request, self.environ, settings_loader=self.settings)
+        with self._idle:
+            self._running += 1
+        try:
+            with cancel_scope(scope or CancelScope()):
+                return handle_request(request, self.environ, settings_loader=self.settings)
+        finally:
+            with self._idle:
+                self._running -= 1
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Until no call runs (True) or `timeout` seconds passed (False)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._running == 0, timeout)
 
     def status(self) -> dict[str, Any]:
         """The resource: the full quota object and every circuit breaker, read live."""
