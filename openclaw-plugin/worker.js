@@ -105,8 +105,8 @@ class Worker {
     try {
       if (this.ready !== true) await Promise.race([this.ready, answer]);
       if (signal?.aborted) throw signal.reason ?? this.fail("The call was cancelled.", "cancelled");
-      const sent = this.request("tools/call", { name: call.tool, arguments: call.args ?? {} });
-      id = this.nextId - 1;
+      id = this.nextId++;
+      const sent = this.request("tools/call", { name: call.tool, arguments: call.args ?? {} }, id);
       return this.product(await Promise.race([sent, answer]));
     } finally {
       clearTimeout(timer);
@@ -128,9 +128,8 @@ class Worker {
   }
 
   /** Send a request; a promise settled by the reader (or failed when the worker dies). */
-  request(method, params) {
+  request(method, params, id = this.nextId++) {
     if (this.dead) return Promise.reject(this.deathError);
-    const id = this.nextId++;
     const settled = new Promise((resolve, reject) => this.pending.set(id, { resolve, reject }));
     this.hold();
     this.send({ jsonrpc: "2.0", id, method, params });
@@ -163,14 +162,17 @@ class Worker {
 
   /** The reader: one JSON-RPC message per line. */
   read(text) {
-    this.buffer += text;
-    if (this.buffer.length > MAX_LINE_BYTES && !this.buffer.includes("\n")) return this.die(this.garbage());
+    let start = 0;
     let newline;
-    while (!this.dead && (newline = this.buffer.indexOf("\n")) >= 0) {
-      const line = this.buffer.slice(0, newline).trim();
-      this.buffer = this.buffer.slice(newline + 1);
+    while ((newline = text.indexOf("\n", start)) >= 0) {
+      const line = (this.buffer + text.slice(start, newline)).trim();
+      this.buffer = "";
+      start = newline + 1;
       if (line) this.receive(line);
+      if (this.dead) return;
     }
+    this.buffer += text.slice(start); // only the new text is searched: a long line costs O(n)
+    if (this.buffer.length > MAX_LINE_BYTES) this.die(this.garbage());
   }
 
   receive(line) {

@@ -370,7 +370,7 @@ def test_an_abort_cancels_the_call_inside_the_worker_and_refunds_what_never_left
         cid = driver.send("search", query="q", agentDir="/st/agents/alpha/agent")
         asked(fake, 1)
         (pid,) = driver.pids()
-        time.sleep(0.3)  # inside the backoff
+        time.sleep(1.5)  # the 503 read, inside the 20 s backoff
         driver.send("abort", target=cid)
         got = driver.answer(cid)
         assert got["rejected"] == "AbortError", got
@@ -469,6 +469,7 @@ def test_the_worker_exits_with_its_parent_and_settles_what_was_in_flight(
         driver.send("search", query="q", agentDir="/st/agents/alpha/agent")
         asked(fake, 1)
         (pid,) = driver.pids()
+        time.sleep(1.5)  # the 503 read, inside the 20 s backoff
         driver.proc.send_signal(signal.SIGKILL)
         assert gone(pid, 30), "the worker outlived its parent"
     finally:
