@@ -8,6 +8,7 @@ schemas, the cancel hook in http.py, the settings cache) are tested in-process.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -841,3 +842,24 @@ def test_stdio_server_exits_when_its_client_goes_away(env: Env) -> None:
     assert code == 0
     assert proc.stdout is not None and proc.stdout.read() == b""
 
+
+
+def test_sigterm_stops_the_server_as_it_stops_a_one_shot_call(env: Env) -> None:
+    """SIGTERM (the OpenClaw plugin stopping its worker): the server settles and exits 143."""
+    proc = subprocess.Popen([sys.executable, "-m", "smart_search", "mcp"], env=env.environ,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}  # fmt: skip
+        proc.stdin.write(json.dumps(hello).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1  # serving: the handler is in place
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 128 + signal.SIGTERM
