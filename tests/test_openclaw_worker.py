@@ -298,6 +298,27 @@ def test_a_hung_worker_times_out_is_replaced_and_a_slow_call_alone_is_cancelled(
         driver.close()
 
 
+def test_a_worker_that_cannot_start_says_why(
+    openclaw: OpenClaw,  # noqa: F811
+    fake: FakeServer,
+    tmp_path: Path,
+) -> None:
+    env = product_env(openclaw, tmp_path, fake)
+    command = tmp_path / "bin" / "smart-search-without-mcp"
+    code = ("import sys; sys.modules['mcp'] = None; from smart_search.__main__ import main; "
+            "sys.exit(main(sys.argv[1:]))")  # fmt: skip
+    command.write_text(f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -c "{code}" "$@"\n')
+    command.chmod(0o755)
+    driver = Driver(openclaw, env, {"command": str(command)})
+    try:
+        got = driver.search("q")["resolved"]
+    finally:
+        driver.close()
+    assert got["code"] == "internal", got
+    assert got["error"].startswith("smart-search worker exited with status 1: Install it with: ")
+    assert "[mcp]" in got["error"] and not fake.requests
+
+
 # --- against the real product ------------------------------------------------------------------
 
 
