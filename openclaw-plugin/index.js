@@ -9,7 +9,7 @@
 
 import { spawn } from "node:child_process";
 import path from "node:path";
-import { callWorker } from "./worker.js";
+import { callWorker, stopWorkers } from "./worker.js";
 
 export const PROVIDER_ID = "smart-search";
 export const DEFAULTS = Object.freeze({
@@ -338,5 +338,7 @@ export default {
   register(api) {
     api.registerWebSearchProvider(createSearchProvider(api.pluginConfig));
     api.registerWebFetchProvider(createFetchProvider(api.pluginConfig));
+    // The gateway stops: its worker with it (a worker also exits when its stdin closes).
+    api.on?.("gateway_stop", () => stopWorkers());
   },
 };

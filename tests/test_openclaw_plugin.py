@@ -414,7 +414,8 @@ def test_a_gateway_serves_every_turn_from_one_warm_worker_and_leaves_no_process(
 
             def turn(agent: str) -> None:
                 proc = host.run(["agent", "--agent", agent, "--message", "find it", "--json"])
-                assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+                logged = (tmp_path / "gateway.log").read_text()[-4000:]
+                assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:] + logged
                 final = model.requests[-1]
                 tool_answer = [m for m in final["messages"] if m.get("role") == "tool"][-1]
                 assert brave_urls()[0] in json.dumps(tool_answer["content"]), tool_answer
@@ -425,10 +426,11 @@ def test_a_gateway_serves_every_turn_from_one_warm_worker_and_leaves_no_process(
 
             turn("alpha")
             turn("beta")
-            assert len(pids[0]) == 1 and pids[1] == pids[0]  # both turns on one warm worker
+            why = (seen, pids, (tmp_path / "gateway.log").read_text()[-3000:])
+            assert len(pids[0]) == 1 and pids[1] == pids[0], why  # both turns on one warm worker
             os.kill(pids[0][0], signal.SIGKILL)
             turn("gamma")  # the next turn (a new session) still answers, from a new worker
-            assert len(pids[2]) == 1 and pids[2] != pids[0]
+            assert len(pids[2]) == 1 and pids[2] != pids[0], why
         finally:
             gateway.send_signal(signal.SIGTERM)
             try:
