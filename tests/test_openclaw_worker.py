@@ -28,6 +28,7 @@ from tests.test_openclaw_host import REPO, OpenClaw, host_env, openclaw  # noqa:
 PLUGIN = REPO / "openclaw-plugin"
 BRAVE_PATH = "/res/v1/web/search"
 BRAVE_KEY = "SENTINEL-BRAVE-KEY-29e1f0"
+NEW_KEY = "SENTINEL-BRAVE-KEY-29e1f1"
 WAIT_S = 60.0
 
 DRIVER = """
@@ -440,10 +441,13 @@ def test_a_config_edit_reaches_the_next_call_without_a_restart(
         config = doc["skills"]["entries"]["smart-search"]["config"]
         config["providers"]["brave"]["daily_limit"] = 3
         config["agent_allocations"]["alpha"]["brave"] = 3
+        doc["skills"]["entries"]["smart-search"]["env"]["BRAVE_API_KEY"] = NEW_KEY
         path.write_text(json.dumps(doc))
         third = driver.search("three", "alpha")["resolved"]
         assert third["smartSearch"]["providerUsed"] == "brave", third
         assert third["smartSearch"]["queriesRemaining"] == 1
+        keys = [r.headers["x-subscription-token"] for r in fake.requests_to(BRAVE_PATH)]
+        assert keys == [BRAVE_KEY, NEW_KEY]  # keys, limits and allocations: all re-read
         assert driver.pids() == [pid]
     finally:
         driver.close()
