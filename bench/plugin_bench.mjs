@@ -13,7 +13,8 @@
 //     provider's own latency (the same request made straight from here);
 //   - CPU-seconds of the product per 1,000 searches: the worker's own (utime+stime from /proc)
 //     vs. the reaped children's (cutime+cstime of this process);
-//   - 64 concurrent searches from 8 agents: all answered, each agent charged exactly 8;
+//   - 64 concurrent searches from 8 agents: all answered, each agent charged exactly once per
+//     request that reached Brave (8 when all are answered);
 //   - the worker's RSS over --memory-calls calls (searches, fetches, status): growth < 10%.
 // Goals: warm search p50 - fake p50 <= 5 ms; warm CPU <= 1/10 of per call. Nothing leaves 127.0.0.1.
 
@@ -48,7 +49,9 @@ const page = Buffer.from(
     "A paragraph of readable text for the fetch path of the plugin bench. ".repeat(20) +
     "</p></article></body></html>",
 );
+const asked = []; // the queries Brave was asked
 const fake = http.createServer((req, res) => {
+  if (req.url.startsWith(BRAVE_PATH)) asked.push(new URL(req.url, "http://x").searchParams.get("q"));
   const body = req.url.startsWith(BRAVE_PATH) ? braveBody : page;
   const type = req.url.startsWith(BRAVE_PATH) ? "application/json" : "text/html; charset=utf-8";
   res.writeHead(200, { "content-type": type, "content-length": body.length, connection: "close" });
@@ -155,16 +158,18 @@ async function measure(name, backend) {
   const burst = {};
   for (const [label, config] of [["warm", warm], ["per call", cold]]) {
     const before = (await status(warm)).agents;
+    asked.length = 0;
     const answers = await Promise.all(Array.from({ length: 64 }, (_, i) => search(config, AGENTS[i % 8], `burst${i}`)));
     const after = (await status(warm)).agents;
     const charged = AGENTS.map((a) => after[a].brave.used - before[a].brave.used);
-    const byBrave = AGENTS.map((_, k) => answers.filter((x, i) => i % 8 === k && x.smartSearch?.providerUsed === "brave").length);
+    // burst<i> is agent i % 8's: what Brave was asked, per agent
+    const received = AGENTS.map((_, k) => asked.filter((q) => q?.startsWith("burst") && Number(q.slice(5)) % 8 === k).length);
     const errors = [...new Set(answers.filter((x) => x.error).map((x) => x.code))];
     burst[label] = {
       answered: answers.filter((x) => !x.error).length,
       errors,
-      // exact: each agent charged once per search Brave answered, nothing else
-      exact: charged.every((n, k) => n === byBrave[k]),
+      // exact: each agent charged once per request that reached Brave, nothing else
+      exact: charged.every((n, k) => n === received[k]),
       charged: charged.join(","),
     };
   }
