@@ -1,8 +1,10 @@
 // OpenClaw plugin: the provider behind the host's built-in `web_search` and `web_fetch` tools
 // is the installed `smart-search` command (plain JavaScript, no build step, no dependency).
 //
-// Each call spawns `smart-search` with an argument list (never a shell), writes ONE JSON call to
-// its stdin and reads ONE JSON result from its stdout (docs/calling.md). The agent charged is
+// Each call goes to one resident `smart-search mcp` per gateway (worker.js: MCP over stdio).
+// With `spawnPerCall: true` each call spawns `smart-search` with an argument list (never a
+// shell), writes ONE JSON call to its stdin and reads ONE JSON result from its stdout
+// (docs/calling.md). Either way the result is the same object. The agent charged is
 // taken from the host (the agent directory OpenClaw passes), never from the model's arguments;
 // where the host names none (`openclaw infer web search`, every web_fetch) it is the configured
 // `defaultAgent`. See docs/openclaw-plugin.md.
