@@ -92,7 +92,14 @@ class FakeModel:
 
     @staticmethod
     def answer(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-        tool_answers = [m for m in body.get("messages", []) if m.get("role") == "tool"]
+        messages = body.get("messages", [])
+        # This turn's tool answers: those after the last prompt ("find it": a session that ran
+        # before, in an earlier test, carries its old ones in its history).
+        asked = [m.get("role") == "user" and "find it" in json.dumps(m.get("content"))
+                 for m in messages]  # fmt: skip
+        users = [i for i, yes in enumerate(asked) if yes]
+        turn = messages[users[-1] + 1 :] if users else messages
+        tool_answers = [m for m in turn if m.get("role") == "tool"]
         if tool_answers:
             content = tool_answers[-1].get("content")
             text = content if isinstance(content, str) else json.dumps(content)
