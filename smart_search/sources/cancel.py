@@ -5,8 +5,9 @@ case of one that did (`search/tiers.py`).
 
 `request()` runs the hooks `sources/http.py` registered (it cancels the exchanges in flight);
 `sleep` is `time.sleep` that a stop request cuts short (the retry backoff, the pacing wait).
-Only the one-shot CLI asks for this (`__main__`); a library user or the MCP server never does.
-The MCP server (the OpenClaw plugin's resident worker) stops one call, not the process: each call
+The one-shot CLI asks for this on SIGTERM (`__main__`), and so does the MCP server
+(`shell/mcp/cli.py`) before it exits; a library user never does. Otherwise the MCP server (the
+OpenClaw plugin's resident worker) stops one call, not the process: each call
 runs under `stopping_on(event)` (`http.cancel_scope` binds its scope's event), so a cancelled
 call's waits end at once too, exactly as a stopped one-shot's do.
 Nothing here is heavy to import: it loads before anything is sent.
