@@ -1,8 +1,10 @@
 // OpenClaw plugin: the provider behind the host's built-in `web_search` and `web_fetch` tools
 // is the installed `smart-search` command (plain JavaScript, no build step, no dependency).
 //
-// Each call spawns `smart-search` with an argument list (never a shell), writes ONE JSON call to
-// its stdin and reads ONE JSON result from its stdout (docs/calling.md). The agent charged is
+// Each call goes to one resident `smart-search mcp` per gateway (worker.js: MCP over stdio).
+// With `spawnPerCall: true` each call spawns `smart-search` with an argument list (never a
+// shell), writes ONE JSON call to its stdin and reads ONE JSON result from its stdout
+// (docs/calling.md). Either way the result is the same object. The agent charged is
 // taken from the host (the agent directory OpenClaw passes), never from the model's arguments;
 // where the host names none (`openclaw infer web search`, every web_fetch) it is the configured
 // `defaultAgent`. See docs/openclaw-plugin.md.
@@ -10,6 +12,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { KEY_VARIABLES, sourcesHint } from "./sources.js";
+import { callWorker, stopWorkers } from "./worker.js";
 
 export const PROVIDER_ID = "smart-search";
 export const DEFAULTS = Object.freeze({
@@ -17,6 +20,7 @@ export const DEFAULTS = Object.freeze({
   defaultAgent: "general",
   timeoutMs: 60000,
   killGraceMs: 2000,
+  spawnPerCall: false,
 });
 const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 const SEARCH_ARGS = ["count", "freshness", "country", "language"];
@@ -43,6 +47,7 @@ export function readSettings(pluginConfig) {
     defaultAgent: pick("defaultAgent", text),
     timeoutMs: pick("timeoutMs", whole),
     killGraceMs: pick("killGraceMs", whole),
+    spawnPerCall: pick("spawnPerCall", (v) => typeof v === "boolean"),
   };
 }
 
@@ -164,6 +169,13 @@ export function runProduct(settings, call, signal) {
   });
 }
 
+/** One call to the product: on the resident worker (worker.js), or with `spawnPerCall` a
+ * process of its own (runProduct). Either way the product's result object. */
+export function callProduct(settings, call, signal) {
+  if (settings.spawnPerCall) return runProduct(settings, call, signal);
+  return callWorker(settings, call, signal, (message, code) => new SmartSearchError(message, code));
+}
+
 /** OpenClaw's web_search arguments -> the product's smart_search args. */
 export function searchArgs(args, agentId) {
   const query = typeof args?.query === "string" ? args.query : "";
@@ -278,7 +290,7 @@ export function createSearchProvider(pluginConfig) {
           let product;
           try {
             const agentId = agentFromDir(ctx?.agentDir, ctx?.config, settings.defaultAgent);
-            product = await runProduct(
+            product = await callProduct(
               settings,
               { tool: "smart_search", args: searchArgs(args, agentId) },
               context?.signal,
@@ -311,7 +323,7 @@ export function createFetchProvider(pluginConfig) {
           const url = typeof args?.url === "string" ? args.url : "";
           const fetchArgs = { url, agent_id: settings.defaultAgent };
           if (Number.isInteger(args?.maxChars) && args.maxChars > 0) fetchArgs.max_chars = args.maxChars;
-          const product = await runProduct(
+          const product = await callProduct(
             settings,
             { tool: "smart_fetch", args: fetchArgs },
             context?.signal,
@@ -330,5 +342,7 @@ export default {
   register(api) {
     api.registerWebSearchProvider(createSearchProvider(api.pluginConfig));
     api.registerWebFetchProvider(createFetchProvider(api.pluginConfig));
+    // The gateway stops: its worker with it (a worker also exits when its stdin closes).
+    api.on?.("gateway_stop", () => stopWorkers());
   },
 };

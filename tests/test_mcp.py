@@ -8,6 +8,7 @@ schemas, the cancel hook in http.py, the settings cache) are tested in-process.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -445,27 +446,36 @@ def test_an_answer_that_came_first_stands(fake: FakeServer) -> None:
     assert len(fake.requests) == 1
 
 
+def _search_until_it_asks(
+    env: Env, fake: Any, scope: http.CancelScope, box: dict[str, Any]
+) -> threading.Thread:
+    """A search on a thread of its own under `scope` (its result or exception lands in `box`),
+    returned once its first request reached `fake`."""
+    service = mcp_server.Service(env.environ)
+
+    def search() -> None:
+        try:
+            box["result"] = service.call(
+                "smart_search", {"query": "space news", "agent_id": AGENT}, scope
+            )
+        except BaseException as exc:  # noqa: BLE001
+            box["error"] = exc
+
+    worker = threading.Thread(target=search)
+    worker.start()
+    deadline = time.monotonic() + WAIT_S
+    while not fake.requests and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return worker
+
+
 def test_a_cancelled_search_keeps_what_it_sent_charged_and_walks_no_further(env: Env) -> None:
     """The request reached the provider before the cancel: it may have been billed, so its worst
     case stays charged (RULINGS 4); nothing more is asked."""
     with HangingServer() as fake:
         configure(env, fake)
-        service = mcp_server.Service(env.environ)
         scope, box = http.CancelScope(), {}
-
-        def search() -> None:
-            try:
-                box["result"] = service.call(
-                    "smart_search", {"query": "space news", "agent_id": AGENT}, scope
-                )
-            except BaseException as exc:  # noqa: BLE001
-                box["error"] = exc
-
-        worker = threading.Thread(target=search)
-        worker.start()
-        deadline = time.monotonic() + WAIT_S
-        while not fake.requests and time.monotonic() < deadline:
-            time.sleep(0.01)
+        worker = _search_until_it_asks(env, fake, scope, box)
         assert [r.path for r in fake.requests] == [BRAVE_PATH]
         assert env.call("search_quota_status", {"agent_id": AGENT})["brave"]["used"] == 1
         scope.cancel()
@@ -496,6 +506,26 @@ def test_a_search_cancelled_before_its_request_left_gives_its_hold_back(env: Env
             0,
             0,
         )
+
+
+def test_a_call_cancelled_in_its_backoff_stops_waiting_and_refunds_the_retry(
+    env: Env, fake: FakeServer
+) -> None:
+    """Per call, what a SIGTERM is to the one-shot CLI (sources/cancel.py): the cancel ends the
+    retry's backoff at once, and the retry that never left gives its hold back."""
+    configure(env, fake, retry_max_attempts=2, retry_base_delay=20_000)
+    fake.route(BRAVE_PATH, Reply(503, b"{}"), Reply(200, fixture_bytes("brave-ok.json")))
+    scope, box = http.CancelScope(), {}
+    worker = _search_until_it_asks(env, fake, scope, box)
+    time.sleep(0.3)  # inside the 20 s backoff
+    started = time.monotonic()
+    scope.cancel()
+    worker.join(WAIT_S)
+    assert not worker.is_alive() and time.monotonic() - started < 15  # the backoff was cut
+    assert isinstance(box.get("error"), errors.Cancelled) and not box["error"].sent, box
+    assert [r.path for r in fake.requests] == [BRAVE_PATH]  # the retry never left
+    brave = env.call("search_quota_status")["providers"]["brave"]
+    assert (brave["used"], brave["in_flight"]) == (0, 0)  # the hold came back whole
 
 
 # --- the settings cache -----------------------------------------------------------------------
@@ -811,3 +841,24 @@ def test_stdio_server_exits_when_its_client_goes_away(env: Env) -> None:
             proc.kill()
     assert code == 0
     assert proc.stdout is not None and proc.stdout.read() == b""
+
+
+def test_sigterm_stops_the_server_as_it_stops_a_one_shot_call(env: Env) -> None:
+    """SIGTERM (the OpenClaw plugin stopping its worker): the server settles and exits 143."""
+    proc = subprocess.Popen([sys.executable, "-m", "smart_search", "mcp"], env=env.environ,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}  # fmt: skip
+        proc.stdin.write(json.dumps(hello).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1  # serving: the handler is in place
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 128 + signal.SIGTERM

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import threading
 import time
@@ -31,6 +33,7 @@ BRAVE_PATH = "/res/v1/web/search"
 BRAVE_KEY = "SENTINEL-BRAVE-KEY-21a9c4"
 GEMINI_KEY = "SENTINEL-GEMINI-KEY-7d3f55"
 MODEL_KEY = "SENTINEL-MODEL-KEY-0b7e11"
+GATEWAY_TOKEN = "SENTINEL-GATEWAY-TOKEN-5c2d90"
 ENGINES = ("google", "bing", "duckduckgo")
 PAGE = (
     b"<!doctype html><html><head><title>Plugin probe page</title></head><body><article>"
@@ -89,7 +92,14 @@ class FakeModel:
 
     @staticmethod
     def answer(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-        tool_answers = [m for m in body.get("messages", []) if m.get("role") == "tool"]
+        messages = body.get("messages", [])
+        # This turn's tool answers: those after the last prompt ("find it": a session that ran
+        # before, in an earlier test, carries its old ones in its history).
+        asked = [m.get("role") == "user" and "find it" in json.dumps(m.get("content"))
+                 for m in messages]  # fmt: skip
+        users = [i for i, yes in enumerate(asked) if yes]
+        turn = messages[users[-1] + 1 :] if users else messages
+        tool_answers = [m for m in turn if m.get("role") == "tool"]
         if tool_answers:
             content = tool_answers[-1].get("content")
             text = content if isinstance(content, str) else json.dumps(content)
@@ -325,32 +335,29 @@ def test_exhausted_quota_is_an_error_the_model_reads_and_no_provider_is_asked(
     assert_no_key(host, fake, state, proc)
 
 
+def configure_turns(host: Host, fake: FakeServer, model: FakeModel, **top: Any) -> None:
+    """Agents alpha, beta and gamma on the fake model, web_search offered directly, 2 Brave units
+    each."""
+    models = {"providers": {"fake": {
+        "baseUrl": model.url, "apiKey": MODEL_KEY, "api": "openai-completions",
+        "models": [{"id": "m", "name": "m", "input": ["text"], "contextWindow": 128000,
+                    "maxTokens": 1000}]}}}  # fmt: skip
+    agents = {"ownership": "explicit",
+              "defaults": {"model": {"primary": "fake/m"}, "systemAgent": {"agentId": "alpha"}},
+              "entries": {"alpha": {}, "beta": {}, "gamma": {}}}  # fmt: skip
+    tools = {**host.document().get("tools", {}), "toolSearch": False}
+    names = ("alpha", "beta", "gamma", "general")
+    allocations = {name: {"gemini": 0, "brave": 2} for name in names}
+    host.configure(fake, {"agent_allocations": allocations}, models=models, agents=agents,
+                   tools=tools, **top)  # fmt: skip
+
+
 def test_agent_turns_of_two_agents_are_charged_to_each(
     host: Host, fake: FakeServer, tmp_path: Path
 ) -> None:
     fake.route(BRAVE_PATH, brave_ok())
     with FakeModel() as model:
-        models = {"providers": {"fake": {
-            "baseUrl": model.url, "apiKey": MODEL_KEY, "api": "openai-completions",
-            "models": [{"id": "m", "name": "m", "input": ["text"], "contextWindow": 128000,
-                        "maxTokens": 1000}]}}}  # fmt: skip
-        agents = {"ownership": "explicit",
-                  "defaults": {"model": {"primary": "fake/m"}, "systemAgent": {"agentId": "alpha"}},
-                  "entries": {"alpha": {}, "beta": {}}}  # fmt: skip
-        tools = {**host.document().get("tools", {}), "toolSearch": False}
-        host.configure(
-            fake,
-            {
-                "agent_allocations": {
-                    "alpha": {"gemini": 0, "brave": 2},
-                    "beta": {"gemini": 0, "brave": 2},
-                    "general": {"gemini": 0, "brave": 2},
-                }
-            },  # fmt: skip
-            models=models,
-            agents=agents,
-            tools=tools,
-        )
+        configure_turns(host, fake, model)
         state = tmp_path / "ss"
         seen = []
         for agent in ("alpha", "beta"):
@@ -368,6 +375,89 @@ def test_agent_turns_of_two_agents_are_charged_to_each(
     assert seen == [{"alpha": 1, "beta": 0, "general": 0}, {"alpha": 1, "beta": 1, "general": 0}]
     assert [line["agent_id"] for line in log_lines(state)] == ["alpha", "beta"]
     assert len(fake.requests_to(BRAVE_PATH)) == 2
+
+
+def workers(state: Path) -> list[int]:
+    """Running `smart-search mcp` processes whose state dir is `state` (this test's own)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            running = (proc / "stat").read_text().split(") ", 1)[1][0] != "Z"
+        except (OSError, ValueError, IndexError):
+            continue
+        if running and b"mcp" in cmdline and f"SMART_SEARCH_STATE_DIR={state}".encode() in environ:
+            found.append(int(proc.name))
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_gateway_serves_every_turn_from_one_warm_worker_and_leaves_no_process(
+    host: Host, fake: FakeServer, tmp_path: Path
+) -> None:
+    fake.route(BRAVE_PATH, brave_ok())
+    state = tmp_path / "ss"
+    port = free_port()
+    gateway_config = {"mode": "local", "port": port, "bind": "loopback",
+                      "auth": {"mode": "token", "token": GATEWAY_TOKEN}}  # fmt: skip
+    with FakeModel() as model:
+        configure_turns(host, fake, model, gateway=gateway_config)
+        env = {**host.env, "SMART_SEARCH_STATE_DIR": str(state)}
+        log = (tmp_path / "gateway.log").open("w")
+        gateway = subprocess.Popen([str(host.oc.node), str(host.oc.entry), "gateway", "run"],
+                                   env=env, cwd=env["HOME"], stdout=log, stderr=log)  # fmt: skip
+        try:
+            give_up = time.monotonic() + 240
+            while True:  # the gateway listens
+                assert gateway.poll() is None, (tmp_path / "gateway.log").read_text()[-3000:]
+                assert time.monotonic() < give_up, "the gateway never listened"
+                with socket.socket() as sock:
+                    if sock.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                time.sleep(0.5)
+            seen, pids = [], []
+
+            def turn(agent: str) -> None:
+                proc = host.run(["agent", "--agent", agent, "--message", "find it", "--json"])
+                logged = (tmp_path / "gateway.log").read_text()[-4000:]
+                assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:] + logged
+                final = model.requests[-1]
+                tool_answer = [m for m in final["messages"] if m.get("role") == "tool"][-1]
+                assert brave_urls()[0] in json.dumps(tool_answer["content"]), tool_answer
+                status = host.quota(state)["agents"]
+                seen.append({name: status.get(name, {}).get("brave", {}).get("used", 0)
+                             for name in ("alpha", "beta", "gamma")})  # fmt: skip
+                pids.append(workers(state))
+
+            turn("alpha")
+            turn("beta")
+            why = (seen, pids, (tmp_path / "gateway.log").read_text()[-3000:])
+            assert len(pids[0]) == 1 and pids[1] == pids[0], why  # both turns on one warm worker
+            os.kill(pids[0][0], signal.SIGKILL)
+            turn("gamma")  # the next turn (a new session) still answers, from a new worker
+            assert len(pids[2]) == 1 and pids[2] != pids[0], why
+        finally:
+            gateway.send_signal(signal.SIGTERM)
+            try:
+                gateway.wait(timeout=120)
+            finally:
+                if gateway.poll() is None:
+                    gateway.kill()
+                log.close()
+    give_up = time.monotonic() + 30
+    while workers(state) and time.monotonic() < give_up:
+        time.sleep(0.1)
+    assert workers(state) == []  # the worker stopped with the gateway
+    assert seen == [{"alpha": 1, "beta": 0, "gamma": 0}, {"alpha": 1, "beta": 1, "gamma": 0},
+                    {"alpha": 1, "beta": 1, "gamma": 1}]  # fmt: skip
+    assert [line["agent_id"] for line in log_lines(state)] == ["alpha", "beta", "gamma"]
+    assert_no_key(host, fake, state)
 
 
 # --- web_fetch through smart_fetch -------------------------------------------------------------
@@ -438,9 +528,10 @@ def test_infer_web_fetch_reads_the_page_through_smart_fetch(
 DRIVER = """
 import { pathToFileURL } from "node:url";
 import readline from "node:readline";
-const [index, command, agentDir] = process.argv.slice(1);
+const [index, command, agentDir, how] = process.argv.slice(1);
 const plugin = await import(pathToFileURL(index).href);
-const tool = plugin.createSearchProvider({ command, killGraceMs: 1000 }).createTool({ agentDir });
+const config = { command, killGraceMs: 1000, spawnPerCall: how === "per-call" };
+const tool = plugin.createSearchProvider(config).createTool({ agentDir });
 const controller = new AbortController();
 readline.createInterface({ input: process.stdin }).on("line", (line) => {
   if (line === "abort") controller.abort();
@@ -457,10 +548,12 @@ process.exit(0);
 """
 
 
-def driver(oc: OpenClaw, env: dict[str, str], command: str, agent_dir: str) -> subprocess.Popen:
+def driver(
+    oc: OpenClaw, env: dict[str, str], command: str, agent_dir: str, how: str = "worker"
+) -> subprocess.Popen:
     return subprocess.Popen(
         [str(oc.node), "--input-type=module", "-e", DRIVER, str(PLUGIN / "index.js"), command,
-         agent_dir],
+         agent_dir, how],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         cwd=env["HOME"],
     )  # fmt: skip
@@ -491,7 +584,8 @@ def test_an_abort_kills_the_child_and_the_sent_request_stays_charged(
     wrapper = tmp_path / "bin" / "smart-search-pid"
     wrapper.write_text(f'#!/bin/sh\necho $$ > {pid_file}\nexec smart-search "$@"\n')
     wrapper.chmod(0o755)
-    node = driver(openclaw, env, str(wrapper), str(tmp_path / "st" / "agents" / "alpha" / "agent"))
+    agent_dir = str(tmp_path / "st" / "agents" / "alpha" / "agent")
+    node = driver(openclaw, env, str(wrapper), agent_dir, "per-call")
     try:
         deadline = time.monotonic() + 120
         while not fake.requests_to(BRAVE_PATH):  # the product's request has reached Brave
@@ -525,12 +619,13 @@ def test_the_command_runs_without_a_shell(
 ) -> None:
     env = product_env(openclaw, tmp_path, fake, {})
     marker = tmp_path / "PWNED"
-    node = driver(openclaw, env, f"smart-search; touch {marker}", "")
-    out, err = node.communicate(timeout=120)
-    answer = json.loads(out)["resolved"]
-    assert answer["code"] == "not_configured", answer
-    assert "Cannot run smart-search; touch" in answer["error"]
-    assert not marker.exists() and not fake.requests
+    for how in ("worker", "per-call"):
+        node = driver(openclaw, env, f"smart-search; touch {marker}", "", how)
+        out, err = node.communicate(timeout=120)
+        answer = json.loads(out)["resolved"]
+        assert answer["code"] == "not_configured", answer
+        assert "Cannot run smart-search; touch" in answer["error"]
+        assert not marker.exists() and not fake.requests
 
 
 IDENTITY = """

@@ -274,6 +274,8 @@ class CancelScope:
         self._lock = threading.Lock()
         self._cancelled = False
         self._exchanges: set[_Exchange] = set()
+        # Set on cancel: the call's waits (`cancel.sleep`: a backoff, the pacing) end with it.
+        self.stopped = threading.Event()
 
     @property
     def cancelled(self) -> bool:
@@ -283,6 +285,7 @@ class CancelScope:
         with self._lock:
             self._cancelled = True
             exchanges = list(self._exchanges)
+        self.stopped.set()
         for exchange in exchanges:
             exchange.cancel()
 
@@ -310,10 +313,12 @@ cancel.on_request(PROCESS_SCOPE.cancel)
 
 @contextmanager
 def cancel_scope(scope: CancelScope) -> Iterator[CancelScope]:
-    """Make `send` calls in this context (this thread) cancellable through `scope`."""
+    """Make `send` calls in this context (this thread) cancellable through `scope`, and its
+    waits (`cancel.sleep`) with them."""
     token = _current_scope.set(scope)
     try:
-        yield scope
+        with cancel.stopping_on(scope.stopped):
+            yield scope
     finally:
         _current_scope.reset(token)
 

@@ -102,6 +102,7 @@ def main(argv: list[str]) -> int:
     import anyio
 
     service = Service(agent_id=options["agent_id"])
+    stop_on_sigterm(service)
     try:
         if options["http"] is None:
             anyio.run(serve_stdio, service)
@@ -149,3 +150,25 @@ def http_guard(service: Service, host: str, insecure: bool) -> bool | None:
         "authentication (--insecure-no-auth): anyone who can reach it spends your search quota.\n"
     )
     return False
+
+
+def stop_on_sigterm(service: Service) -> None:
+    """SIGTERM (the OpenClaw plugin stopping its worker) stops the server as it stops a one-shot
+    call (`sources/cancel.py`): every call in flight sends nothing more and settles (what never
+    left is refunded, what left keeps its worst case); then the process exits, 143."""
+    import os
+    import signal
+    import threading
+
+    from smart_search.shell.mcp.handlers import CANCEL_GRACE_S
+    from smart_search.sources import cancel
+
+    def stop() -> None:
+        cancel.request()
+        service.wait_idle(CANCEL_GRACE_S)
+        os._exit(128 + signal.SIGTERM)
+
+    def on_signal(signum: int, frame: object) -> None:
+        threading.Thread(target=stop, name="smart-search-stop", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_signal)

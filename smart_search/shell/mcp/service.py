@@ -23,6 +23,8 @@ class Service:
         self._stamp: tuple[Any, ...] | None = None
         self._cached: tuple[Any, str | None] | None = None
         self.loads = 0  # how many times the config was parsed (tests read it)
+        self._idle = threading.Condition()
+        self._running = 0  # calls in their worker threads now
 
     # Settings, re-read when the config file changes.
 
@@ -123,8 +125,22 @@ class Service:
         if refused is not None:
             return failure_result(tool, refused)
         options = {} if identity is None else {"client": identity.label}
-        with cancel_scope(scope or CancelScope()):
-            return handle_request(request, self.environ, settings_loader=self.settings, **options)
+        with self._idle:
+            self._running += 1
+        try:
+            with cancel_scope(scope or CancelScope()):
+                return handle_request(
+                    request, self.environ, settings_loader=self.settings, **options
+                )
+        finally:
+            with self._idle:
+                self._running -= 1
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Until no call runs (True) or `timeout` seconds passed (False)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._running == 0, timeout)
 
     def tokens(self) -> tuple[Any, ...]:
         """The configured `mcp.tokens` (config_tokens.McpToken), read live; none when the config
