@@ -355,12 +355,22 @@ class SentinelGroup:
         return old
 
     def wait_failover(self, old: RedisServer, timeout: float = 90) -> RedisServer:
-        """Until every sentinel names another node as primary and that node says it is one;
-        returns the new primary."""
+        """Until every sentinel offers another node as a healthy primary (what a client asking
+        it is told: not the address alone, which a sentinel names mid-failover) and that node
+        says it is one; returns the new primary."""
 
         def promoted() -> bool:
-            ports = {self.master_port(i) for i in range(self.count)}
-            if len(ports) != 1 or old.port in ports or None in ports:
+            ports = set()
+            for i in range(self.count):
+                try:
+                    state = self.sentinel_client(i).sentinel_master(self.service)
+                except Exception:  # noqa: BLE001 - a sentinel busy or restarting
+                    return False
+                flags = state.get("flags", "")
+                if not state.get("is_master") or "down" in flags or "failover" in flags:
+                    return False
+                ports.add(int(state["port"]))
+            if len(ports) != 1 or old.port in ports:
                 return False
             node = next(n for n in self.nodes if n.port in ports)
             return self.info(node).get("role") == "master"
