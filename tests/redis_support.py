@@ -399,3 +399,79 @@ class SentinelGroup:
             primary.kill()
             replica.resume()
         return self.wait_failover(primary)
+
+
+class ReplyDropper:
+    """A loopback TCP relay in front of a server that, once armed, passes a command through
+    and then closes the client's connection instead of relaying the server's reply: the command
+    ran, the client cannot know (a reply lost in a crash, a failover or a cut network)."""
+
+    def __init__(self, target_port: int) -> None:
+        import threading
+
+        self.target = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.armed: bytes | None = None
+        self.dropped = 0
+        self.done = threading.Event()  # set once a dropped command has had its time to run
+        self._threading = threading
+        self._socks: list[socket.socket] = []
+        self._stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def drop_reply_to(self, command: bytes) -> None:
+        """Drop the reply to the next `command` (e.g. b"EXEC") any client sends."""
+        self.armed = command
+
+    def _accept(self) -> None:
+        self.listener.settimeout(0.1)
+        while not self._stop.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                continue
+            server = socket.create_connection(("127.0.0.1", self.target))
+            self._socks += [client, server]
+            self._threading.Thread(target=self._up, args=(client, server), daemon=True).start()
+            self._threading.Thread(target=self._pipe, args=(server, client), daemon=True).start()
+
+    def _up(self, client: socket.socket, server: socket.socket) -> None:
+        """Client to server; after the armed command, the client's connection is cut once the
+        server has had the time to run it."""
+        while data := self._recv(client):
+            marker = self.armed
+            hit = marker is not None and b"\r\n" + marker + b"\r\n" in b"\r\n" + data.upper()
+            if hit:
+                self.armed = None
+                client.shutdown(socket.SHUT_RDWR)  # the client hears nothing more
+            server.sendall(data)
+            if hit:
+                self.dropped += 1
+                time.sleep(0.5)  # the server runs it (and answers into the void)
+                server.close()
+                self.done.set()
+                return
+
+    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+        while data := self._recv(src):
+            try:
+                dst.sendall(data)
+            except OSError:
+                return
+
+    @staticmethod
+    def _recv(sock: socket.socket) -> bytes:
+        try:
+            return sock.recv(65536)
+        except OSError:
+            return b""
+
+    def close(self) -> None:
+        self._stop.set()
+        self.listener.close()
+        for sock in self._socks:
+            try:
+                sock.close()
+            except OSError:
+                pass

@@ -167,9 +167,11 @@ def connect(redis: Any, url: str, timeout_s: float) -> Any:
     spec = redis_url.parse_sentinel(url)  # checked with the config: ValueError is not expected
     sentinels = Sentinel(
         list(spec.sentinels),
-        sentinel_kwargs=dict(
-            options, username=spec.sentinel_username, password=spec.sentinel_password
-        ),
+        sentinel_kwargs={
+            **{k: v for k, v in options.items() if k != "retry_on_timeout"},  # deprecated there
+            "username": spec.sentinel_username,
+            "password": spec.sentinel_password,
+        },
     )
     return sentinels.master_for(
         spec.service, db=spec.db, username=spec.username, password=spec.password, **options
