@@ -282,3 +282,32 @@ def test_primary_killed_mid_burst_of_three_hosts_never_overspends(tmp_path: Path
     # lost in the failover is burned, never free).
     assert status["providers"]["brave"]["used"] >= len(requests)
     assert status["providers"]["brave"]["used"] <= DAILY
+
+
+# --- a failover to a replica that lacks the last writes (issue 27 point 1, the fourth fault) -----
+
+
+def test_a_lagging_replica_promoted_lacks_the_last_writes(tmp_path: Path) -> None:
+    """The scenario is real: two hosts spend 4 units, the replica has them; then, while the
+    replica is cut off, 3 more units are held on the primary, the primary dies, and the
+    sentinel promotes the replica: the new primary's ledger says 4, not 7. (Noticing that and
+    restoring from the hosts' witnesses is the ledger's job; here, the store alone.)"""
+    with SentinelGroup(tmp_path / "sentinel") as group:
+        group.start()
+        config = {"providers": {"brave": {"daily_limit": 10}}, "lock_timeout_ms": 3000}
+        a, b = hosts(tmp_path, group.url, 2, config)
+        a.spend((("general", "brave", 2),))
+        b.spend((("general", "brave", 2),))
+        key = f"{a.redis_prefix}:quota"
+
+        def used(node: RedisServer) -> int:
+            return json.loads(group.client(node).get(key))["windows"]["brave"]["day_used"]
+
+        def write(primary: RedisServer) -> None:
+            b.spend((("general", "brave", 3),))
+            assert used(primary) == 7  # acknowledged by the primary
+
+        old = group.primary
+        new = group.promote_lagging_replica(write)
+        assert new.port != old.port
+        assert used(new) == 4  # the 3 units the fleet was told of are gone from the store
