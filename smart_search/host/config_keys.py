@@ -261,6 +261,12 @@ KEYS: tuple[ConfigKey, ...] = (
         choices=("refuse", "web_only"),
     ),
     ConfigKey(
+        "state_backend.on_state_lost", "choice", "restore",
+        "when Redis forgot the ledger (restart without persistence, flush, eviction): restore it "
+        "from the hosts' witnesses, or refuse API tiers until `smart-search state restore`",
+        choices=("restore", "refuse"),
+    ),
+    ConfigKey(
         "state_backend.url", "redis_url", None,
         "the Redis server, required for kind redis (`${VAR}` for a password)",
     ),

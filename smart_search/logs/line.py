@@ -36,6 +36,7 @@ def build_line(
     latency_ms: float,
     units_saved: int = 0,
     now: float | None = None,
+    state_restored: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The line for one call's `result` (smart_search's full result shape); `mode` is "first"
     or "deep" (the schema's enum)."""
@@ -60,6 +61,9 @@ def build_line(
         "cached": result["cached"],
         "units_saved": units_saved,
         "mode": mode,
+        # RULINGS 8: the shared ledger was restored (or this host's witness folded in) during
+        # the call: when, by which host, why, and the units no witness could account for.
+        "state_restored": state_restored,
     }
 
 

@@ -79,6 +79,7 @@ def diagnose(env: Any) -> dict[str, Any]:
 
     report["state_dir"] = _state_dir(env, section, settings, problems)
     report["ledger"] = _ledger(settings, problems)
+    report["last_restore"] = last_restore(settings)
     report["breakers"] = _breakers(settings)
     for b in report["breakers"]:
         problems.append(f"{b['name']} circuit is {b['state']}")
@@ -198,7 +199,8 @@ def _ledger(settings: Any, problems: list[str]) -> dict[str, Any]:
     path = os.path.join(settings.state_dir, QUOTA_FILE)
     out: dict[str, Any] = {"path": path, "exists": os.path.exists(path)}
     try:
-        ledger = Ledger(settings)
+        ledger = Ledger(settings, recover=False)  # doctor restores nothing: it reports
+        setattr(ledger.store, "read_only", True)  # noqa: B010 - Redis: no witness refresh
         doc = ledger.snapshot()  # read once: the status and the drift both read it
         status = ledger.full_status(doc)
     except SearchError as err:
@@ -226,6 +228,63 @@ def _redis(settings: Any, problems: list[str]) -> dict[str, Any] | None:
     facts = redis_health.inspect(settings)
     problems.extend(facts["problems"])
     return facts
+
+
+def last_restore(settings: Any) -> dict[str, Any] | None:
+    """RULINGS 8: the ledger's last restore after its store forgot it, and whether the store is
+    marked lost now (refuse mode), as the store's identity of the ledger records them; None for
+    the file backend (it keeps the ledger on this host: nothing to forget)."""
+    if settings is None or settings.state_backend.get("kind", "files") == "files":
+        return None
+    from smart_search.errors import SearchError
+    from smart_search.store import open_store
+    from smart_search.text.stamps import utc_stamp
+
+    try:
+        meta = open_store(settings).identity("quota") or {}
+    except SearchError as err:
+        return {"error": err.message}
+    records = meta.get("restored") or []
+    lost = meta.get("lost")
+    out: dict[str, Any] = {"error": None, "restores": len(records), "lost_now": lost is not None}
+    if lost:
+        out["lost"] = {"at": utc_stamp(lost["at"]), "host": lost["host"], "why": lost["kind"]}
+    if records:
+        r = records[0]
+        out["last"] = {
+            "at": utc_stamp(r["at"]), "host": r["host"], "why": r["why"],
+            "unaccounted": r["unaccounted"], "in_flight": r["in_flight"],
+            "found_later": r["found_later"], "hosts_folded": len(r["folded"]),
+        }  # fmt: skip
+    return out
+
+
+def restore_line(info: dict[str, Any]) -> str:
+    if info.get("error"):
+        return f"Last restore: could not tell ({info['error']})"
+    parts = []
+    if info.get("lost_now"):
+        lost = info["lost"]
+        parts.append(
+            f"Ledger LOST ({lost['why']}, found at {lost['at']} by {lost['host']}): API tiers "
+            "refuse until `smart-search state restore`"
+        )
+    last = info.get("last")
+    if last is None:
+        parts.append("Last restore: none (the store never forgot the ledger)")
+    else:
+        parts.append(
+            f"Last restore: {last['at']} from {last['host']} ({last['why']}), up to "
+            f"{last['unaccounted']} units unaccounted ({last['in_flight']} held by calls in "
+            f"flight, {last['found_later']} found by later hosts); {last['hosts_folded']} "
+            "hosts have folded their witness in"
+        )
+    return "\n".join(parts)
+
+
+def last_restore_line(settings: Any) -> str:
+    info = last_restore(settings)
+    return "" if info is None else restore_line(info)
 
 
 def _cache(settings: Any) -> dict[str, Any] | None:
@@ -309,6 +368,8 @@ def render(report: dict[str, Any]) -> str:
         )
     else:
         lines.append(f"Ledger: UNREADABLE: {ledger.get('error')}")
+    if report.get("last_restore") is not None:
+        lines.append(restore_line(report["last_restore"]))
     if report["breakers"]:
         for b in report["breakers"]:
             lines.append(

@@ -34,8 +34,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
-from smart_search.errors import ConfigError, LockTimeout, StateCorrupt, StateUnavailable
+from smart_search.errors import (
+    ConfigError,
+    LockTimeout,
+    StateCorrupt,
+    StateLost,
+    StateUnavailable,
+)
 from smart_search.host import redis_url
+from smart_search.store import witness
 from smart_search.store.base import DOCUMENTS, CacheEntry, Change, Document, T, export_documents
 
 if TYPE_CHECKING:
@@ -200,6 +207,11 @@ class RedisStore:
         # for a moment instead of each waiting out lock_timeout_ms again (one call touches
         # breaker, pacing and ledger several times).
         self._down: tuple[float, StateUnavailable] | None = None
+        # RULINGS 8: durable documents carry their identity and this host keeps a witness of
+        # them (store/witness.py); `witnessing` False is the old behaviour (the fault bench only).
+        self.on_state_lost: str = backend.get("on_state_lost", "restore")
+        self.witnessing = True
+        self.read_only = False  # doctor: check against the witness, never write it
 
     # -- documents -------------------------------------------------------------------------------
     def key(self, name: str) -> str:
@@ -213,7 +225,11 @@ class RedisStore:
             if self.web_only and not kind.durable:
                 return self._local().read(name)
             raise
-        return self._parse(name, raw)
+        if not self._witnessed(name):
+            return self._parse(name, raw)
+        doc, meta = self._checked(name, self._parse(name, raw))
+        self._saw(name, meta, doc)
+        return doc
 
     def update(self, name: str, change: Change[T], *, durable: bool = True) -> T:
         # Redis's own persistence settings decide durability: `durable` has nothing to skip.
@@ -226,6 +242,68 @@ class RedisStore:
             raise
 
     def _update(self, name: str, change: Change[T]) -> T:
+        if not self._witnessed(name):
+            return self._transact(name, lambda raw: (*change(raw), None))
+
+        def step(raw: Document | None) -> tuple[Document | None, T, Any]:
+            doc, meta = self._checked(name, raw)
+            new_doc, result = change(doc)
+            if new_doc is None:
+                return None, result, (meta, doc)
+            meta = witness.advance(meta, time.time())
+            return witness.joined(new_doc, meta), result, (meta, new_doc)
+
+        return self._transact(name, step)
+
+    def rewrite(self, name: str, fn: Any) -> Any:
+        """One atomic step over a witnessed document's content AND identity, without the loss
+        check (the budget's restore and fold, `state restore`): `fn(doc, meta, witness)` returns
+        (new document | None, its identity, result)."""
+
+        def step(raw: Document | None) -> tuple[Document | None, Any, Any]:
+            doc, meta = witness.split(raw)
+            new_doc, new_meta, result = fn(doc, meta, self.witness_of(name))
+            if new_doc is None:
+                return None, result, None  # the witness stays as it was (it may be the only copy)
+            return witness.joined(new_doc, new_meta), result, (new_meta, new_doc)
+
+        return self._transact(name, step)
+
+    def identity(self, name: str) -> Document | None:
+        """The document's `_ledger` identity as the store holds it (doctor), unchecked."""
+        raw = self._call(lambda: self.client.get(self.key(name)))
+        return witness.split(self._parse(name, raw))[1]
+
+    def witness_of(self, name: str) -> witness.Witness | None:
+        return witness.read_witness(self.settings.state_dir, name, self.settings.lock_timeout_ms)
+
+    def _witnessed(self, name: str) -> bool:
+        return self.witnessing and DOCUMENTS[name].durable
+
+    def _checked(self, name: str, raw: Document | None) -> tuple[Document | None, Any]:
+        doc, meta = witness.split(raw)
+        loss = witness.judge(name, meta, raw is not None, self.witness_of(name), self.host,
+                             DOCUMENTS[name].ttl_s, time.time())  # fmt: skip
+        if loss is not None:
+            raise StateLost(witness.refusal(masked(self.url), loss), loss=loss)
+        return doc, meta
+
+    def _saw(self, name: str, meta: Document | None, doc: Document | None) -> None:
+        if meta is None or doc is None or self.read_only or meta.get("lost"):
+            return  # a store marked lost is no state to vouch for: the witness keeps the last
+        try:
+            witness.keep(self.settings.state_dir, name, self.settings.lock_timeout_ms, meta, doc)
+        except LockTimeout:
+            pass  # this host's other processes keep it busy: theirs is as recent
+
+    @property
+    def host(self) -> str:
+        return witness.host_label(self.settings.state_dir)
+
+    def _transact(self, name: str, step: Any) -> Any:
+        """WATCH, GET, `step(document) -> (document to SET | None, result, seen)`, MULTI/SET/
+        EXEC, retried on a concurrent write; then `seen` (identity, document) goes to the
+        witness."""
         self._check_down()
         key = self.key(name)
         ttl_ms = int(DOCUMENTS[name].ttl_s * 1000) if DOCUMENTS[name].ttl_s else None
@@ -236,13 +314,15 @@ class RedisStore:
             with self.client.pipeline(transaction=True) as pipe:
                 try:
                     pipe.watch(key)
-                    new_doc, result = change(self._parse(name, pipe.get(key)))
+                    new_doc, result, seen = step(self._parse(name, pipe.get(key)))
                     if new_doc is None:
                         pipe.unwatch()
-                        return result
-                    pipe.multi()
-                    pipe.set(key, orjson.dumps(new_doc), px=ttl_ms)
-                    pipe.execute()
+                    else:
+                        pipe.multi()
+                        pipe.set(key, orjson.dumps(new_doc), px=ttl_ms)
+                        pipe.execute()
+                    if seen is not None:
+                        self._saw(name, *seen)
                     return result
                 except self._redis.WatchError as exc:
                     self._raise_if_lost(exc)
