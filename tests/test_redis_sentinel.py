@@ -287,11 +287,14 @@ def test_primary_killed_mid_burst_of_three_hosts_never_overspends(tmp_path: Path
 # --- a failover to a replica that lacks the last writes (issue 27 point 1, the fourth fault) -----
 
 
-def test_a_lagging_replica_promoted_lacks_the_last_writes(tmp_path: Path) -> None:
+def test_a_lagging_replica_promoted_is_restored_from_the_witnesses(tmp_path: Path) -> None:
     """The scenario is real: two hosts spend 4 units, the replica has them; then, while the
-    replica is cut off, 3 more units are held on the primary, the primary dies, and the
-    sentinel promotes the replica: the new primary's ledger says 4, not 7. (Noticing that and
-    restoring from the hosts' witnesses is the ledger's job; here, the store alone.)"""
+    replica is cut off, host b holds 3 more on the primary, the primary dies, and the sentinel
+    promotes the replica: the new primary's ledger says 4, not 7. Host b's witness saw 7: its
+    next call finds the store behind it and restores the merge of the witnesses, so the day's
+    limit of 10 grants 3 more units across both hosts, not 6."""
+    from smart_search.budget.ledger import Ledger
+
     with SentinelGroup(tmp_path / "sentinel") as group:
         group.start()
         config = {"providers": {"brave": {"daily_limit": 10}}, "lock_timeout_ms": 3000}
@@ -311,3 +314,18 @@ def test_a_lagging_replica_promoted_lacks_the_last_writes(tmp_path: Path) -> Non
         new = group.promote_lagging_replica(write)
         assert new.port != old.port
         assert used(new) == 4  # the 3 units the fleet was told of are gone from the store
+        # The witnesses repair what the new primary lacks.
+        ledger = Ledger(b.settings())
+        full = ledger.full_status()
+        assert full["windows"]["brave"]["daily"]["used"] == 7
+        [note] = ledger.restored
+        assert (note["action"], note["why"]) == ("restored", "behind")
+        assert used(new) == 7
+        granted = 0
+        for host in (a, b, a, b, a, b):
+            try:
+                Ledger(host.settings()).reserve("general", "brave")
+                granted += 1
+            except errors.QuotaExhausted:
+                pass
+        assert granted == 3 and used(new) == 10
