@@ -195,3 +195,14 @@ def test_an_unreachable_server_is_told_within_bounded_time(start: Any, fault: st
     assert b"pw-doctor-2" not in proc.stdout + proc.stderr
     # lock_timeout_ms is 1 s: a few bounded waits (ledger, breakers, cache, Redis), not a hang.
     assert elapsed < 90
+
+
+def test_the_server_is_named_from_info_valkey_included() -> None:
+    """Valkey's INFO keeps `redis_version` (the Redis it is compatible with) and adds
+    `server_name` and `valkey_version` (valkey.io/commands/info): the Valkey version is told."""
+    from smart_search.store.redis_health import _server
+
+    valkey = {"redis_version": "7.2.4", "server_name": "valkey", "valkey_version": "8.0.1"}
+    assert _server(valkey) == "valkey 8.0.1"
+    assert _server({"redis_version": "7.0.15"}) == "redis 7.0.15"
+    assert _server({}) is None
