@@ -444,10 +444,10 @@ class ReplyDropper:
             hit = marker is not None and b"\r\n" + marker + b"\r\n" in b"\r\n" + data.upper()
             if hit:
                 self.armed = None
+                self.dropped += 1
                 client.shutdown(socket.SHUT_RDWR)  # the client hears nothing more
             server.sendall(data)
             if hit:
-                self.dropped += 1
                 time.sleep(0.5)  # the server runs it (and answers into the void)
                 server.close()
                 self.done.set()
