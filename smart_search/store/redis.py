@@ -1,7 +1,8 @@
 """The Redis backend of the state seam: one budget, breaker, pacing and cache for many hosts.
 
 Configured as `state_backend: {"kind": "redis", "url": "redis://host:6379/0", "prefix": ...}`;
-imported only then (redis-py is an optional extra). Valkey speaks the same protocol.
+imported only then (redis-py is an optional extra). Valkey speaks the same protocol. A Sentinel
+group's `redis+sentinel://` URL (host/redis_url.py) reaches whichever primary it names (`connect`).
 
 Documents: one string key per document, `<prefix>:<name>` (e.g. `smart-search:quota`), holding
 the same JSON the file backend writes. `update` is one optimistic transaction: WATCH the key, GET
