@@ -84,6 +84,7 @@ def diagnose(env: Any) -> dict[str, Any]:
     for b in report["breakers"]:
         problems.append(f"{b['name']} circuit is {b['state']}")
     report["cache"] = _cache(settings)
+    report["redis"] = _redis(settings, problems)
     if report["cache"] and report["cache"]["config"].get("enabled") and not report["cache"]["ok"]:
         problems.append(f"cache: {report['cache']['error']}")
     report["problems"] = problems
@@ -140,7 +141,7 @@ def _layout(root: dict[str, Any], problems: list[str]) -> dict[str, Any]:
         for key in top_env:
             if key not in ("vars", "shellEnv"):
                 rejected.append(
-                    f"env.{key}: OpenClaw rejects the whole file (\"env: Unrecognized key\"); "
+                    f'env.{key}: OpenClaw rejects the whole file ("env: Unrecognized key"); '
                     f"move it to env.vars.{key}"
                 )
     problems.extend(f"layout: {r}" for r in rejected)
@@ -216,6 +217,17 @@ def _ledger(settings: Any, problems: list[str]) -> dict[str, Any]:
     if status.get("warning"):
         out["warning"] = status["warning"]
     return out
+
+
+def _redis(settings: Any, problems: list[str]) -> dict[str, Any] | None:
+    """For a Redis backend, what could make it forget the ledger (store/redis_health.py)."""
+    if settings is None or settings.state_backend.get("kind") != "redis":
+        return None
+    from smart_search.store import redis_health
+
+    facts = redis_health.inspect(settings)
+    problems.extend(facts["problems"])
+    return facts
 
 
 def last_restore(settings: Any) -> dict[str, Any] | None:
@@ -378,6 +390,7 @@ def render(report: dict[str, Any]) -> str:
                 f"{cache['hits_today']} hits, {cache['misses_today']} misses, "
                 f"{cache['units_saved_today']} units saved"
             )
+    lines.extend(_render_redis(report.get("redis")))
     if report["unknown_keys"]:
         for u in report["unknown_keys"]:
             hint = f" (did you mean {u['nearest']}?)" if u["nearest"] else ""
@@ -387,3 +400,56 @@ def render(report: dict[str, Any]) -> str:
     lines.append("")
     lines.append(f"Verdict: {report['verdict']}")
     return "\n".join(lines) + "\n"
+
+
+def _render_redis(redis: dict[str, Any] | None) -> list[str]:
+    """The Redis lines: where, persistence, memory, the ledger keys' expiry, replicas."""
+    if redis is None:
+        return []
+    if not redis["reachable"]:
+        return [f"Redis: UNREACHABLE: {redis['error']}"]
+    lines = [f"Redis: {redis['where']}, {redis.get('server') or 'server version not told'}"]
+    facts = redis["persistence"]
+    persistence = facts["verdict"]
+    if persistence == "NONE":
+        persistence = 'NONE (appendonly no, save "")'
+    elif persistence is None:  # the rest is among the "could not tell" lines
+        known = facts["appendonly"]
+        persistence = f"appendonly {known} (INFO)" if known else "could not tell"
+    lines.append(f"  persistence: {persistence}")
+    memory = redis["memory"]
+    if memory["policy"] is None:
+        lines.append("  maxmemory: could not tell (CONFIG GET and INFO refused)")
+    else:
+        limit = memory["maxmemory"]
+        cap = f"{limit} bytes" if limit else "no limit (0)"
+        lines.append(f"  maxmemory: {cap}, policy {memory['policy']}")
+        if memory.get("note"):
+            lines.append(f"    note: {memory['note']}")
+    for key in redis["keys"]:
+        if not key["exists"]:
+            state = "not there (nothing written yet, or lost)"
+        elif key["expires_in_days"] is None:
+            state = "carries NO expiry (never removed; ours renew one on every write)"
+        else:
+            state = (
+                f"expires in {key['expires_in_days']} days unless written again "
+                f"(every write renews {key['renewed_days']:g} days)"
+            )
+        lines.append(f"  {key['name']} key {key['key']}: {state}")
+    lines.append(f"  replicas: {_replica_line(redis['replicas'])}")
+    lines.extend(f"  could not tell {what}" for what in redis["unknown"])
+    lines.extend(f"  WARNING: {p.removeprefix('redis: ')}" for p in redis["problems"])
+    return lines
+
+
+def _replica_line(replicas: dict[str, Any]) -> str:
+    parts = []
+    if "connected" in replicas:
+        parts.append(f"{replicas['connected']} connected to the {replicas['role']} (INFO)")
+    if "sentinel_known" in replicas:
+        parts.append(
+            f"{replicas['sentinel_healthy']} healthy of {replicas['sentinel_known']} known to "
+            f"the sentinels ({replicas['sentinels']} sentinels, quorum {replicas['quorum']})"
+        )
+    return "; ".join(parts) or "could not tell"

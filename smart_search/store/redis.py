@@ -1,7 +1,8 @@
 """The Redis backend of the state seam: one budget, breaker, pacing and cache for many hosts.
 
 Configured as `state_backend: {"kind": "redis", "url": "redis://host:6379/0", "prefix": ...}`;
-imported only then (redis-py is an optional extra). Valkey speaks the same protocol.
+imported only then (redis-py is an optional extra). Valkey speaks the same protocol. A Sentinel
+group's `redis+sentinel://` URL (host/redis_url.py) reaches whichever primary it names (`connect`).
 
 Documents: one string key per document, `<prefix>:<name>` (e.g. `smart-search:quota`), holding
 the same JSON the file backend writes. `update` is one optimistic transaction: WATCH the key, GET
@@ -41,11 +42,13 @@ from smart_search.errors import (
     StateLost,
     StateUnavailable,
 )
+from smart_search.host import redis_url
 from smart_search.store import witness
 from smart_search.store.base import DOCUMENTS, CacheEntry, Change, Document, T, export_documents
 
 if TYPE_CHECKING:
     from smart_search.host.config import Settings
+
 
 def install_hint() -> str:
     from smart_search import distribution_name
@@ -55,6 +58,7 @@ def install_hint() -> str:
         'state_backend.kind is "redis" but the Redis client is not installed. '
         f"Install it with: pip install {extra} (or: pip install 'redis>=5')."
     )
+
 
 # How long a store that could not reach its server fails at once before trying it again.
 DOWN_FOR_S = 2.0
@@ -126,20 +130,60 @@ return 1
 
 
 def masked(url: str) -> str:
-    """`url` with any password replaced by ***, for messages and `where()`."""
+    """`url` with any password replaced by ***, for messages and `where()`: the servers' in the
+    user part, and a Sentinel URL's `sentinel_password` option."""
     try:
         parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        host = parts.hostname or ""
-        if ":" in host:
-            host = f"[{host}]"
-        if parts.port is not None:
-            host = f"{host}:{parts.port}"
-        user = parts.username or ""
-        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+        if parts.password is not None:
+            hosts = parts.netloc.rpartition("@")[2]  # one host, or a Sentinel URL's list
+            parts = parts._replace(netloc=f"{parts.username or ''}:***@{hosts}")
+        if "password=" in parts.query:
+            hidden = [
+                f"{p.partition('=')[0]}=***" if "password=" in p else p
+                for p in parts.query.split("&")
+            ]
+            parts = parts._replace(query="&".join(hidden))
+        return urlunsplit(parts)
     except ValueError:
         return "redis (unparsable URL)"
+
+
+def connect(redis: Any, url: str, timeout_s: float) -> Any:
+    """A client of the server `url` names, or of the primary a Sentinel URL's sentinels name
+    now (redis-py's own Sentinel support asks them again on every new connection, so a process
+    that outlives a failover follows it).
+
+    No silent retries: a transaction resent after a lost reply could run twice, and a caller
+    must learn at once that the store is gone. Every wait (sentinels included) is bounded by
+    `timeout_s`. RESP2: no HELLO round trip when a one-shot call connects, and servers older
+    than Redis 6 still understood."""
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    options: dict[str, Any] = dict(
+        socket_timeout=timeout_s,
+        socket_connect_timeout=timeout_s,
+        retry=Retry(NoBackoff(), 0),
+        retry_on_timeout=False,
+        health_check_interval=0,
+        protocol=2,
+    )
+    if not redis_url.is_sentinel(url):
+        return redis.Redis.from_url(url, **options)
+    from redis.sentinel import Sentinel
+
+    spec = redis_url.parse_sentinel(url)  # checked with the config: ValueError is not expected
+    sentinels = Sentinel(
+        list(spec.sentinels),
+        sentinel_kwargs={
+            **{k: v for k, v in options.items() if k != "retry_on_timeout"},  # deprecated there
+            "username": spec.sentinel_username,
+            "password": spec.sentinel_password,
+        },
+    )
+    return sentinels.master_for(
+        spec.service, db=spec.db, username=spec.username, password=spec.password, **options
+    )
 
 
 class RedisStore:
@@ -157,22 +201,7 @@ class RedisStore:
         self.settings = settings
         self.timeout_s = settings.lock_timeout_ms / 1000.0
         self._redis = redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-
-        # No silent retries: a transaction resent after a lost reply could run twice, and a
-        # caller must learn at once that the store is gone. Every wait is bounded.
-        self.client = redis.Redis.from_url(
-            self.url,
-            socket_timeout=self.timeout_s,
-            socket_connect_timeout=self.timeout_s,
-            retry=Retry(NoBackoff(), 0),
-            retry_on_timeout=False,
-            health_check_interval=0,
-            # RESP2: no HELLO round trip when a one-shot call connects, and servers older
-            # than Redis 6 still understood.
-            protocol=2,
-        )
+        self.client = connect(redis, self.url, self.timeout_s)
         self._scripts: dict[str, Any] = {}
         self._fallback: Any = None
         # After a failure to reach the server, further operations of this store fail at once
@@ -296,8 +325,9 @@ class RedisStore:
                     if seen is not None:
                         self._saw(name, *seen)
                     return result
-                except self._redis.WatchError:
-                    pass  # someone wrote the key since our GET: run the change again
+                except self._redis.WatchError as exc:
+                    self._raise_if_lost(exc)
+                    # someone wrote the key since our GET: run the change again
                 except self._redis.RedisError as exc:
                     raise self._unavailable(exc) from None
             if time.monotonic() >= deadline:
@@ -445,6 +475,17 @@ class RedisStore:
         except self._redis.RedisError as exc:
             raise self._unavailable(exc) from None
 
+    def _raise_if_lost(self, exc: Exception) -> None:
+        """redis-py turns a connection lost inside WATCH ... EXEC (a server killed, a failover)
+        into a WatchError, "retry the transaction". Its EXEC may have been applied before the
+        reply was lost: run again (on a new primary, say) it would be counted twice, and
+        taken as failed it would not be counted at all. Neither is assumed: the caller gets
+        StateUnavailable, sends no request, and a hold that did land stays charged (burned,
+        never free)."""
+        lost = exc.__context__
+        if isinstance(lost, self._redis.ConnectionError | self._redis.TimeoutError):
+            raise self._unavailable(lost) from None
+
     def _check_down(self) -> None:
         if self._down is not None:
             until, err = self._down
@@ -459,7 +500,9 @@ class RedisStore:
 
     def _describe(self, exc: Exception) -> StateUnavailable:
         errors = self._redis.exceptions
-        if isinstance(exc, errors.TimeoutError):
+        if isinstance(exc, self._redis.sentinel.MasterNotFoundError):
+            why = "no sentinel named its primary (down, or a failover under way)"
+        elif isinstance(exc, errors.TimeoutError):
             why = "it did not answer within lock_timeout_ms"
         elif isinstance(exc, errors.AuthenticationError):
             why = "it refused our credentials"
