@@ -395,8 +395,10 @@ class Month:
 def run_month(url: str, prefix: str, *, days: float, hosts: int, agents: int, seed: int,
               start: float, cache: bool, timeout_rate: float = 0.005, latency_ms: float = 2.0,
               limits: dict[str, tuple[int, int]] | None = None,
-              progress: bool = False) -> Month:  # fmt: skip
-    """One month of the fleet's traffic against the Redis at `url` under key prefix `prefix`."""
+              progress: bool = False, before_slot: Any = None) -> Month:  # fmt: skip
+    """One month of the fleet's traffic against the Redis at `url` under key prefix `prefix`.
+    `before_slot(slot, stores)`, when given, runs before each slot that has calls (the fault
+    bench, bench/fleet_faults.py, breaks the store there)."""
     from smart_search.store import open_store
 
     limits = limits or limits_for(hosts, agents)
@@ -423,6 +425,8 @@ def run_month(url: str, prefix: str, *, days: float, hosts: int, agents: int, se
             if weekday >= 5:  # weekends: each agent's first run only
                 due = [a for a in due if hour == min(hours[a])]
             if due:
+                if before_slot is not None:
+                    before_slot(slot, stores)
                 calls += len(due) * hosts
                 gate = threading.Barrier(hosts)
                 errors: list[BaseException] = []
