@@ -506,3 +506,45 @@ def test_three_hosts_burst_across_the_fault_and_no_window_passes_its_limit(
         assert merged["agents"][a]["brave"] == raw["agents"][a]["brave"]
     record = raw["_ledger"]["restored"][0]
     assert record["why"] in ("missing", "generation")
+
+
+def test_state_restore_takes_a_providers_reported_month_when_larger(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    from tests.test_reconcile import _KeyedUsage
+
+    (one,) = fleet(tmp_path, server.url, 1, CONFIG)
+    charge(Ledger(one.settings()), "a", "brave")
+    forget(server, "flushdb")
+    key = "SENTINEL-TAVILY-KEY-0042"
+    usage = _KeyedUsage({key: 40}, limit=50)
+    try:
+        one.write_config({**CONFIG, "endpoints": {"tavily": usage.url},
+                          "state_backend": one.redis_backend()})  # fmt: skip
+        one.environ["TAVILY_API_KEY"] = key
+        done = cli(one, "state", "restore", "--providers")
+    finally:
+        usage.close()
+    assert done.returncode == 0, done.stderr
+    assert "tavily month" in done.stdout and "0 -> 40" in done.stdout
+    assert "SENTINEL" not in done.stdout + done.stderr
+    full = Ledger(one.settings()).full_status()
+    assert full["windows"]["tavily"]["monthly"]["used"] == 40
+    assert full["windows"]["brave"]["daily"]["used"] == 1  # this host's witness, folded too
+    for path in one.state_dir.glob("search-witness-*.json"):
+        assert "SENTINEL" not in path.read_text()
+
+
+def test_state_restore_on_the_file_backend_only_raises_counters(env_files: Env) -> None:
+    ledger = Ledger(env_files.settings())
+    charge(ledger, "a", "brave")
+    export = env_files.root / "ledger.json"
+    doc = json.loads((env_files.state_dir / "search-quota.json").read_text())
+    doc["windows"]["brave"]["day_used"] = 5
+    export.write_text(json.dumps(doc))
+    dry = cli(env_files, "state", "restore", "--from", str(export), "--dry-run")
+    assert dry.returncode == 0 and "1 -> 5" in dry.stdout, dry.stderr
+    assert Ledger(env_files.settings()).full_status()["windows"]["brave"]["daily"]["used"] == 1
+    done = cli(env_files, "state", "restore", "--from", str(export))
+    assert done.returncode == 0, done.stderr
+    assert Ledger(env_files.settings()).full_status()["windows"]["brave"]["daily"]["used"] == 5
