@@ -548,3 +548,24 @@ def test_state_restore_on_the_file_backend_only_raises_counters(env_files: Env) 
     done = cli(env_files, "state", "restore", "--from", str(export))
     assert done.returncode == 0, done.stderr
     assert Ledger(env_files.settings()).full_status()["windows"]["brave"]["daily"]["used"] == 5
+
+
+def test_smart_fetchs_daily_counts_are_restored_too(tmp_path: Path, server: RedisServer) -> None:
+    from smart_search.budget import fetches
+    from smart_search.errors import FetchLimit
+    from smart_search.store import open_store
+
+    one, two = fleet(tmp_path, server.url, 2, CONFIG)
+    day = "2026-12-04"
+    for _ in range(2):
+        fetches.reserve_fetch(open_store(one.settings()), day, "a", 3)
+    fetches.reserve_fetch(open_store(two.settings()), day, "b", 3)
+    forget(server, "delete")
+    store = open_store(one.settings())
+    assert fetches.reserve_fetch(store, day, "a", 3) == 3  # 2 restored, then this one
+    with pytest.raises(FetchLimit):
+        fetches.reserve_fetch(store, day, "a", 3)
+    assert fetches.fetch_counts(open_store(two.settings()), day) == {"a": 3, "b": 1}
+    # Host two folded its count in; its witness now holds the whole day.
+    witness = json.loads((two.state_dir / "search-witness-fetch_counts.json").read_text())
+    assert witness["doc"]["agents"] == {"a": 3, "b": 1}
