@@ -399,6 +399,7 @@ def run_month(url: str, prefix: str, *, days: float, hosts: int, agents: int, se
     """One month of the fleet's traffic against the Redis at `url` under key prefix `prefix`.
     `before_slot(slot, stores)`, when given, runs before each slot that has calls (the fault
     bench, bench/fleet_faults.py, breaks the store there)."""
+    from smart_search.budget.ledger import Ledger
     from smart_search.store import open_store
 
     limits = limits or limits_for(hosts, agents)
@@ -450,7 +451,8 @@ def run_month(url: str, prefix: str, *, days: float, hosts: int, agents: int, se
                     t.join()
                 if errors:
                     raise errors[0]
-                doc = stores[0].read("quota") or {"windows": {}}
+                # As host 0 reads it (through the ledger: a store that forgot it is noticed).
+                doc = Ledger(settings[0], stores[0], clock=clock).snapshot()
                 for p, w in doc["windows"].items():
                     ledger_books[(p, w["day"])] = w["day_used"]
                     ledger_books[(p, w["month"])] = w["month_used"]
