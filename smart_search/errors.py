@@ -249,6 +249,19 @@ class StateUnavailable(StateError):
     error_code = "state_unavailable"
 
 
+class StateLost(StateError):
+    """The shared ledger came back smaller than this host's witness of it (RULINGS 8: a Redis
+    restarted without persistence, flushed, its key evicted or deleted, or a stale replica
+    promoted). `loss` is the store's account of it (`store/witness.Loss`), None once it is only
+    a message (a result read back); the budget layer restores the ledger from it or refuses."""
+
+    error_code = "state_lost"
+
+    def __init__(self, message: str, *, loss: object = None) -> None:
+        super().__init__(message)
+        self.loss = loss
+
+
 class StateUnsafe(StateCorrupt):
     """A state path is a symbolic link, not a regular file or directory, owned by another user, or
     writable by group/other: refused and left as it is. A subclass of StateCorrupt so that every

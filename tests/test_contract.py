@@ -225,8 +225,9 @@ def test_error_codes_in_code_are_the_schemas_vocabulary() -> None:
         seen.add(cls.error_code)
         classes.extend(cls.__subclasses__())
     assert seen <= vocabulary
-    assert len(vocabulary) == 28  # RULINGS 1's 22, plus state_unavailable, state_unsafe and
-    # state_unwritable, and smart_fetch's invalid_url, blocked_address and fetch_limit
+    assert len(vocabulary) == 29  # RULINGS 1's 22, plus state_unavailable, state_unsafe and
+    # state_unwritable, smart_fetch's invalid_url, blocked_address and fetch_limit, and
+    # RULINGS 8's state_lost
 
 
 # --- the runner never crashes, whatever the bytes ------------------------------------------

@@ -164,7 +164,10 @@ def test_documents_are_prefixed_keys_that_expire(env: Env, shared_redis: Any) ->
     assert 6 * 86400 < ttl["breaker"] <= 7 * 86400
     assert 0 < ttl["pacing"] <= 86400
     assert json.loads(client.get(f"{p}:quota"))["windows"]["gemini"]["day_used"] == 2
-    assert not env.state_dir.exists()  # nothing of the shared state is on this host's disk
+    # Nothing of the shared state is on this host's disk, only its witness of the ledger
+    # (RULINGS 8: what tells a Redis that forgot the ledger from a new fleet).
+    on_disk = {p.name for p in env.state_dir.iterdir()}
+    assert on_disk == {"search-witness-quota.json", "search-witness-quota.json.lock"}
 
 
 def test_corrupt_quota_key_is_reported_by_name_and_left_alone(env: Env, shared_redis: Any) -> None:

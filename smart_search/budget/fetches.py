@@ -53,7 +53,7 @@ def reserve_fetch(store: Store, day: str, agent_id: str, allocation: int) -> int
         agents[agent_id] = used + 1
         return doc, used + 1
 
-    used = store.update(COUNTS_DOC, change)
+    used = _guarded(store, lambda: store.update(COUNTS_DOC, change))
     if used < 0:
         raise FetchLimit(fetch_limit_message(agent_id, allocation))
     return used
@@ -61,7 +61,7 @@ def reserve_fetch(store: Store, day: str, agent_id: str, allocation: int) -> int
 
 def fetch_counts(store: Store, day: str) -> dict[str, int]:
     """Today's fetches per agent (empty on a new day or before the first fetch)."""
-    doc = store.read(COUNTS_DOC)
+    doc = _guarded(store, lambda: store.read(COUNTS_DOC))
     if not isinstance(doc, dict) or doc.get("date") != day:
         return {}
     agents = doc.get("agents")
@@ -110,6 +110,15 @@ def hold_host(
         return doc, None
 
     store.update(PACING_DOC, push)  # an advisory document: never flushed
+
+
+def _guarded(store: Store, op: Callable[[], Any]) -> Any:
+    """`op` after a forgotten count was restored, or refused (RULINGS 8, budget/recovery.py)."""
+    if store.kind == "files":
+        return op()
+    from smart_search.budget.recovery import guarded
+
+    return guarded(store, COUNTS_DOC, op, lambda doc: doc or {"date": "", "agents": {}}, [])
 
 
 def _today(doc: dict[str, Any] | None, day: str) -> dict[str, Any]:

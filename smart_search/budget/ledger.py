@@ -96,6 +96,7 @@ class Ledger:
         store: Store | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        recover: bool = True,
     ) -> None:
         if store is None:
             from smart_search.store import open_store
@@ -106,6 +107,11 @@ class Ledger:
         self.ceilings = ceilings(settings)
         self.clock = clock
         self.today = today(settings, clock())
+        # Restores and folds of a forgotten ledger done during this call (RULINGS 8):
+        # budget/recovery.py's notes, for the result's warning and the log line.
+        self.restored: list[dict[str, Any]] = []
+        # False (doctor, read-only): a forgotten ledger raises StateLost instead of restoring.
+        self.recover = recover
 
     @property
     def where(self) -> str:
@@ -116,7 +122,7 @@ class Ledger:
     # -- reads ---------------------------------------------------------------------------------
     def snapshot(self) -> Document:
         """The document as it stands now (not locked: every write is whole)."""
-        return self._current(self.store.read(QUOTA_DOC), self.clock())
+        return self._current(self._read(), self.clock())
 
     def agent_status(self, agent_id: str) -> dict[str, Any]:
         doc = self.snapshot()
@@ -127,7 +133,7 @@ class Ledger:
         """Every agent, provider and window; of `doc` (a `snapshot`) when the caller read it."""
         now = self.clock()
         if doc is None:
-            doc = self._current(self.store.read(QUOTA_DOC), now)
+            doc = self._current(self._read(), now)
         status = quota.full_status(doc, self.ceilings, now)
         status["windows"] = {p: self._window_status(doc, p, now) for p in PROVIDERS}
         if self.settings.monthly_budget is not None:
@@ -207,7 +213,7 @@ class Ledger:
             left = quota.queries_remaining(doc, self.ceilings, agent_id, provider, hold.source)
             return doc, (hold, left)
 
-        return self.store.update(QUOTA_DOC, change)
+        return self._update(change)
 
     def settle(
         self,
@@ -243,7 +249,7 @@ class Ledger:
         # the directory's fsync (its file is synced all the same: statefile.update). One that
         # charges more than it held is flushed.
         durable = any(charged > hold.units for hold, charged in charges)
-        return self.store.update(QUOTA_DOC, change, durable=durable)
+        return self._update(change, durable=durable)
 
     def refund(self, agent_id: str, provider: str, hold: quota.Hold) -> None:
         """Give back a whole hold nothing was billed for."""
@@ -260,7 +266,7 @@ class Ledger:
                 raise AlreadyComplete(agent_already_complete(agent_id))
             return doc, quota.complete(doc, self.ceilings, agent_id)
 
-        return self.store.update(QUOTA_DOC, change)
+        return self._update(change)
 
     def adopt_reports(self, reports: dict[tuple[str, str], dict[str, Any]]) -> None:
         """Record what providers reported of their month (`{"used", "limit"}` from a usage
@@ -286,7 +292,7 @@ class Ledger:
                     keys.observe(doc, p, account, None, now, remaining=left, limit=r["limit"])
             return doc, None
 
-        self.store.update(QUOTA_DOC, change)
+        self._update(change)
 
     def merge(self, incoming: Document, *, add: bool) -> None:
         """Fold another ledger (as `current` reads it) into this one, in one atomic step of the
@@ -296,7 +302,7 @@ class Ledger:
         def change(raw: Document | None) -> tuple[Document, None]:
             return merge_quota(self._current(raw, self.clock()), incoming, add=add), None
 
-        self.store.update(QUOTA_DOC, change)
+        self._update(change)
 
     def current(self, raw: Document | None, now: float | None = None) -> Document:
         """`raw` (any ledger version this package reads, or None) as a current document.
@@ -304,6 +310,24 @@ class Ledger:
         return self._current(raw, self.clock() if now is None else now)
 
     # -- internals -----------------------------------------------------------------------------
+    def _read(self) -> Document | None:
+        if self.store.kind == "files":  # the file backend cannot forget: no witness to ask
+            return self.store.read(QUOTA_DOC)
+        return self._guarded(lambda: self.store.read(QUOTA_DOC))
+
+    def _update(self, change: Any, *, durable: bool = True) -> Any:
+        if self.store.kind == "files":
+            return self.store.update(QUOTA_DOC, change, durable=durable)
+        return self._guarded(lambda: self.store.update(QUOTA_DOC, change, durable=durable))
+
+    def _guarded(self, op: Callable[[], Any]) -> Any:
+        """`op` after a forgotten ledger was restored, or refused (budget/recovery.py)."""
+        if not self.recover:
+            return op()
+        from smart_search.budget.recovery import guarded
+
+        return guarded(self.store, QUOTA_DOC, op, self.current, self.restored)
+
     def _observe(
         self, doc: Document, p: str, seen: dict[str, Any], now: float, hold: quota.Hold
     ) -> None:

@@ -87,3 +87,78 @@ def _merge_counters(mine: Document, theirs: Document, add: bool) -> None:
     if (theirs["exhausted_until"] or 0) > (mine["exhausted_until"] or 0):
         mine["exhausted_until"] = theirs["exhausted_until"]
         mine["exhausted_why"] = theirs.get("exhausted_why")
+
+
+def excess_quota(incoming: Document, base: Document) -> Document:
+    """What `incoming` counted beyond `base`, an earlier state of the same ledger (a restore's
+    base, RULINGS 8): each counter of a window both share less base's, never below 0; a window
+    only `incoming` has is whole; holds `base` already carried are left out. Folded with
+    `merge_quota(..., add=True)`: a witness that saw more than a restore knew adds only that."""
+    out = orjson.loads(orjson.dumps(incoming))
+    if out["date"] == base["date"]:
+        for p in PROVIDERS:
+            for k in ("used", "pool_used"):
+                out["carried"][p][k] = max(0, out["carried"][p][k] - base["carried"][p][k])
+        for agent_id, mine in out["agents"].items():
+            theirs = base["agents"].get(agent_id)
+            for p in PROVIDERS:
+                for s in SOURCES:
+                    mine[p][s] = max(0, mine[p][s] - (theirs[p][s] if theirs else 0))
+    for p in PROVIDERS:
+        mine, theirs = out["windows"][p], base["windows"][p]
+        _less(mine, theirs)
+        for key in theirs.get("holds") or {}:
+            (mine.get("holds") or {}).pop(key, None)
+        for label, account in (mine.get("keys") or {}).items():
+            other = (theirs.get("keys") or {}).get(label)
+            if other is not None:
+                _less(account, other)
+    return out
+
+
+def _less(mine: Document, theirs: Document) -> None:
+    if mine["day"] == theirs["day"]:
+        mine["day_used"] = max(0, mine["day_used"] - theirs["day_used"])
+    if mine["month"] == theirs["month"]:
+        mine["month_used"] = max(0, mine["month_used"] - theirs["month_used"])
+
+
+def quota_units(doc: Document) -> int:
+    """Units a ledger counts this month, every provider: how much a fold or a restore moved."""
+    return sum(doc["windows"][p]["month_used"] for p in PROVIDERS)
+
+
+# -- smart_fetch's daily counts ({"date": day, "agents": {id: n}}), the other durable document --
+def merge_counts(target: Document, incoming: Document, *, add: bool = False) -> Document:
+    """The later day wins whole; on the same day each agent's count takes the larger (or, with
+    `add`, the sum)."""
+    mine, theirs = _counts(target), _counts(incoming)
+    if theirs["date"] > mine["date"]:
+        return theirs
+    if theirs["date"] < mine["date"]:
+        return mine
+    for agent, n in theirs["agents"].items():
+        mine["agents"][agent] = _count(mine["agents"].get(agent, 0), n, add)
+    return mine
+
+
+def excess_counts(incoming: Document, base: Document) -> Document:
+    out, base = _counts(incoming), _counts(base)
+    if out["date"] == base["date"]:
+        for agent, n in out["agents"].items():
+            out["agents"][agent] = max(0, n - base["agents"].get(agent, 0))
+    return out
+
+
+def count_units(doc: Document) -> int:
+    return sum(_counts(doc)["agents"].values())
+
+
+def _counts(doc: Document | None) -> Document:
+    agents = (doc or {}).get("agents")
+    clean = {
+        str(a): n
+        for a, n in (agents.items() if isinstance(agents, dict) else ())
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0
+    }
+    return {"date": str((doc or {}).get("date", "")), "agents": clean}

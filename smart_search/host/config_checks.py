@@ -191,17 +191,20 @@ _BACKEND_CHOICES = tuple(key for key in fields_of("state_backend") if key.kind =
 _REDIS_PREFIX = next(key for key in fields_of("state_backend") if key.kind == "redis_prefix")
 
 
-def _redis_backend(backend: dict[str, Any]) -> dict[str, Any]:
-    """`url` (redis:// or rediss://, required) and `prefix` of a Redis state backend. Messages
-    never quote the URL: it may carry a password (`${VAR}` is substituted like every string)."""
+def _check_redis_url(url: str) -> None:
+    """A server's URL (redis-py reads it) or a Sentinel group's (host/redis_url.py reads it)."""
     from urllib.parse import urlsplit
 
-    url = backend.get("url")
-    if not isinstance(url, str) or not url:
-        raise ConfigError(
-            'Config key "state_backend.url" is required for kind "redis" '
-            "(redis://host:6379/0 or rediss://...)."
-        )
+    from smart_search.host import redis_url
+
+    if redis_url.is_sentinel(url):
+        try:
+            redis_url.parse_sentinel(url)
+        except ValueError as err:
+            raise ConfigError(
+                f'Config key "state_backend.url" is not a Sentinel URL ({redis_url.FORM}): {err}.'
+            ) from None
+        return
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
@@ -209,8 +212,22 @@ def _redis_backend(backend: dict[str, Any]) -> dict[str, Any]:
         parts = None
     if parts is None or parts.scheme not in ("redis", "rediss") or not parts.hostname:
         raise ConfigError(
-            'Config key "state_backend.url" must be a redis:// or rediss:// URL with a host.'
+            'Config key "state_backend.url" must be a redis:// or rediss:// URL with a host '
+            f"(or {redis_url.FORM})."
         )
+
+
+def _redis_backend(backend: dict[str, Any]) -> dict[str, Any]:
+    """`url` (redis://, rediss:// or redis+sentinel://, required) and `prefix` of a Redis state
+    backend. Messages never quote the URL: it may carry a password (`${VAR}` is substituted like
+    every string)."""
+    url = backend.get("url")
+    if not isinstance(url, str) or not url:
+        raise ConfigError(
+            'Config key "state_backend.url" is required for kind "redis" '
+            "(redis://host:6379/0 or rediss://...)."
+        )
+    _check_redis_url(url)
     prefix = backend.get("prefix", _REDIS_PREFIX.default)
     if not isinstance(prefix, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}", prefix):
         raise ConfigError(

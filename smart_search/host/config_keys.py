@@ -263,8 +263,15 @@ KEYS: tuple[ConfigKey, ...] = (
         choices=("refuse", "web_only"),
     ),
     ConfigKey(
+        "state_backend.on_state_lost", "choice", "restore",
+        "when Redis forgot the ledger (restart without persistence, flush, eviction): restore it "
+        "from the hosts' witnesses, or refuse API tiers until `smart-search state restore`",
+        choices=("restore", "refuse"),
+    ),
+    ConfigKey(
         "state_backend.url", "redis_url", None,
-        "the Redis server, required for kind redis (`${VAR}` for a password)",
+        "the Redis server, or its Sentinel group, required for kind redis (`${VAR}` for a "
+        "password)",
     ),
     ConfigKey(
         "state_backend.prefix", "redis_prefix", "smart-search", "prefix of every Redis key"
@@ -421,7 +428,8 @@ KIND_RULES = {
     "weights": ", ".join(f"`{s.name}`" for s in registry.sources()) + f": above 0 to {MAX_COUNT}",
     "names": "1 to 200 characters each",
     "path": "non-empty; `~` and `${VAR}` expand",
-    "redis_url": "`redis://` or `rediss://` with a host",
+    "redis_url": "`redis://` or `rediss://` with a host; "
+    "`redis+sentinel://host:26379[,host:port...]/service[/db]`",
     "redis_prefix": "1 to 64 of letters, digits, `.`, `_`, `:`, `-`",
     "agent_id": "a-z, 0-9, `-`; at most 64 characters",
     "keys": "1 to 64 entries; keys of at least 8 printable ASCII characters, each listed once",

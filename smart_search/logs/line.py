@@ -37,6 +37,7 @@ def build_line(
     units_saved: int = 0,
     now: float | None = None,
     client: str | None = None,
+    state_restored: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The line for one call's `result` (smart_search's full result shape); `mode` is "first"
     or "deep" (the schema's enum); `client`: the label of the MCP token that made the call."""
@@ -62,6 +63,10 @@ def build_line(
         "units_saved": units_saved,
         "mode": mode,
     }
+    if state_restored is not None:
+        # RULINGS 8: the shared ledger was restored (or this host's witness folded in) during
+        # the call: when, by which host, why, and the units no witness could account for.
+        line["state_restored"] = state_restored
     return with_client(line, client)
 
 

@@ -41,6 +41,7 @@ from smart_search.errors import (
     QuotaExhausted,
     SearchError,
     StateError,
+    StateLost,
     StateUnavailable,
     Timeout,
     error_class,
@@ -235,6 +236,10 @@ def _api_tier(tier: Tier, run: Run, started: float) -> tuple[Attempt, Outcome | 
         if run.settings.state_backend.get("on_unavailable") != "web_only":
             raise
         # The operator chose web_only: no API tier without the shared ledger; web tiers go on.
+        return record_attempt(tier, started, "skipped", err), None
+    except StateLost as err:
+        # RULINGS 8, on_state_lost "refuse": no API tier until the ledger is restored; the web
+        # tiers spend nothing of it and still answer.
         return record_attempt(tier, started, "skipped", err), None
     except StateError:
         raise

@@ -99,12 +99,25 @@ def smart_search(
     else:
         result = _outcome_result(run, routed, deep, outcome, answer, snapshot)
         saved = run.cache.units_saved if result["cached"] else 0
+    restored = _note_restores(result, run.ledger.restored)
     latency_ms = round((time.monotonic() - started) * 1000, 1)
     line = build_line(result, agent_id=agent_id, query=query, force=force, latency_ms=latency_ms,
                       mode="deep" if deep else "first", units_saved=saved, now=clock(),
-                      client=client)  # fmt: skip
+                      client=client, state_restored=restored)  # fmt: skip
     log_search(settings, run.ledger.today, line)
     return result
+
+
+def _note_restores(result: dict[str, Any], notes: list[dict[str, Any]]) -> Any:
+    """A forgotten ledger restored (or this host's witness folded in) during the call: said in
+    the result's `warning`; returns the log line's `state_restored` (RULINGS 8)."""
+    if not notes:
+        return None
+    from smart_search.budget.recovery import warning_of
+
+    said = warning_of(notes)
+    result["warning"] = " ".join(w for w in (result["warning"], said) if w)
+    return notes[-1]
 
 
 def _pace(settings: Settings, engine: str, until: float, store: Any, clock: Any) -> float:
@@ -250,10 +263,12 @@ def _scrub(value: Any, settings: Settings) -> Any:
 def _snapshot(ledger: Ledger, settings: Settings) -> dict[str, Any] | None:
     """The ledger after the walk; None when the shared store is away and the operator chose
     `on_unavailable: "web_only"` (a web answer is still returned, without quota figures)."""
-    from smart_search.errors import StateUnavailable
+    from smart_search.errors import StateLost, StateUnavailable
 
     try:
         return ledger.snapshot()
+    except StateLost:
+        return None  # refused until restored (RULINGS 8); the walk's attempts say why
     except StateUnavailable:
         if settings.state_backend.get("on_unavailable") != "web_only":
             raise

@@ -23,10 +23,13 @@ from typing import Any
 import orjson
 
 from smart_search.errors import InvalidInput, SearchError, StateCorrupt
+from smart_search.shell.state_files import EXPORT_FORMAT, read_documents
 from smart_search.text.stamps import utc_stamp
 
-EXPORT_FORMAT = "smart-search/state@1"
-USAGE = "usage: smart-search state export\n       smart-search state import [--add] FILE\n"
+USAGE = (
+    "usage: smart-search state export\n       smart-search state import [--add] FILE\n"
+    "       smart-search state restore [--from FILE] [--providers] [--dry-run]\n"
+)
 
 Document = dict[str, Any]
 
@@ -35,6 +38,10 @@ def state_main(argv: list[str]) -> int:
     if argv in (["--help"], ["-h"]):
         sys.stdout.write(USAGE)
         return 0
+    if argv[:1] == ["restore"]:
+        from smart_search.shell.state_restore import restore_main
+
+        return restore_main(argv[1:])
     if argv == ["export"]:
         action = _export
     elif len(argv) in (2, 3) and argv[0] == "import" and argv[1:-1] in ([], ["--add"]):
@@ -78,19 +85,7 @@ def _export() -> Document:
 def _import(path: str, *, add: bool) -> Document:
     from smart_search.budget.ledger import Ledger
 
-    try:
-        with open(path, "rb") as fh:
-            raw = orjson.loads(fh.read())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        raise InvalidInput(f"Cannot read {path} as JSON ({exc.__class__.__name__}).") from None
-    if isinstance(raw, dict) and raw.get("format") == EXPORT_FORMAT:
-        documents = raw.get("documents")
-    elif isinstance(raw, dict):
-        documents = {"quota": raw}  # a bare ledger file, any version the ledger reads
-    else:
-        documents = None
-    if not isinstance(documents, dict) or not all(isinstance(d, dict) for d in documents.values()):
-        raise InvalidInput(f"{path} is neither a state export nor a quota ledger file.")
+    documents = read_documents(path)
     settings, store = _open()
     imported: list[str] = []
     if "quota" in documents:

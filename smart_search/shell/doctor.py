@@ -82,10 +82,12 @@ def diagnose(env: Any) -> dict[str, Any]:
 
     report["state_dir"] = _state_dir(env, section, settings, problems)
     report["ledger"] = _ledger(settings, problems)
+    report["last_restore"] = last_restore(settings)
     report["breakers"] = _breakers(settings)
     for b in report["breakers"]:
         problems.append(f"{b['name']} circuit is {b['state']}")
     report["cache"] = _cache(settings)
+    report["redis"] = _redis(settings, problems)
     if report["cache"] and report["cache"]["config"].get("enabled") and not report["cache"]["ok"]:
         problems.append(f"cache: {report['cache']['error']}")
     report["problems"] = problems
@@ -142,7 +144,7 @@ def _layout(root: dict[str, Any], problems: list[str]) -> dict[str, Any]:
         for key in top_env:
             if key not in ("vars", "shellEnv"):
                 rejected.append(
-                    f"env.{key}: OpenClaw rejects the whole file (\"env: Unrecognized key\"); "
+                    f'env.{key}: OpenClaw rejects the whole file ("env: Unrecognized key"); '
                     f"move it to env.vars.{key}"
                 )
     problems.extend(f"layout: {r}" for r in rejected)
@@ -217,7 +219,8 @@ def _ledger(settings: Any, problems: list[str]) -> dict[str, Any]:
     path = os.path.join(settings.state_dir, QUOTA_FILE)
     out: dict[str, Any] = {"path": path, "exists": os.path.exists(path)}
     try:
-        ledger = Ledger(settings)
+        ledger = Ledger(settings, recover=False)  # doctor restores nothing: it reports
+        setattr(ledger.store, "read_only", True)  # noqa: B010 - Redis: no witness refresh
         doc = ledger.snapshot()  # read once: the status and the drift both read it
         status = ledger.full_status(doc)
     except SearchError as err:
@@ -234,6 +237,74 @@ def _ledger(settings: Any, problems: list[str]) -> dict[str, Any]:
     if status.get("warning"):
         out["warning"] = status["warning"]
     return out
+
+
+def _redis(settings: Any, problems: list[str]) -> dict[str, Any] | None:
+    """For a Redis backend, what could make it forget the ledger (store/redis_health.py)."""
+    if settings is None or settings.state_backend.get("kind") != "redis":
+        return None
+    from smart_search.store import redis_health
+
+    facts = redis_health.inspect(settings)
+    problems.extend(facts["problems"])
+    return facts
+
+
+def last_restore(settings: Any) -> dict[str, Any] | None:
+    """RULINGS 8: the ledger's last restore after its store forgot it, and whether the store is
+    marked lost now (refuse mode), as the store's identity of the ledger records them; None for
+    the file backend (it keeps the ledger on this host: nothing to forget)."""
+    if settings is None or settings.state_backend.get("kind", "files") == "files":
+        return None
+    from smart_search.errors import SearchError
+    from smart_search.store import open_store
+    from smart_search.text.stamps import utc_stamp
+
+    try:
+        meta = open_store(settings).identity("quota") or {}
+    except SearchError as err:
+        return {"error": err.message}
+    records = meta.get("restored") or []
+    lost = meta.get("lost")
+    out: dict[str, Any] = {"error": None, "restores": len(records), "lost_now": lost is not None}
+    if lost:
+        out["lost"] = {"at": utc_stamp(lost["at"]), "host": lost["host"], "why": lost["kind"]}
+    if records:
+        r = records[0]
+        out["last"] = {
+            "at": utc_stamp(r["at"]), "host": r["host"], "why": r["why"],
+            "unaccounted": r["unaccounted"], "in_flight": r["in_flight"],
+            "found_later": r["found_later"], "hosts_folded": len(r["folded"]),
+        }  # fmt: skip
+    return out
+
+
+def restore_line(info: dict[str, Any]) -> str:
+    if info.get("error"):
+        return f"Last restore: could not tell ({info['error']})"
+    parts = []
+    if info.get("lost_now"):
+        lost = info["lost"]
+        parts.append(
+            f"Ledger LOST ({lost['why']}, found at {lost['at']} by {lost['host']}): API tiers "
+            "refuse until `smart-search state restore`"
+        )
+    last = info.get("last")
+    if last is None:
+        parts.append("Last restore: none (the store never forgot the ledger)")
+    else:
+        parts.append(
+            f"Last restore: {last['at']} from {last['host']} ({last['why']}), up to "
+            f"{last['unaccounted']} units unaccounted ({last['in_flight']} held by calls in "
+            f"flight, {last['found_later']} found by later hosts); {last['hosts_folded']} "
+            "hosts have folded their witness in"
+        )
+    return "\n".join(parts)
+
+
+def last_restore_line(settings: Any) -> str:
+    info = last_restore(settings)
+    return "" if info is None else restore_line(info)
 
 
 def _cache(settings: Any) -> dict[str, Any] | None:
@@ -338,6 +409,8 @@ def render(report: dict[str, Any]) -> str:
         )
     else:
         lines.append(f"Ledger: UNREADABLE: {ledger.get('error')}")
+    if report.get("last_restore") is not None:
+        lines.append(restore_line(report["last_restore"]))
     if report["breakers"]:
         for b in report["breakers"]:
             lines.append(
@@ -358,6 +431,7 @@ def render(report: dict[str, Any]) -> str:
                 f"{cache['hits_today']} hits, {cache['misses_today']} misses, "
                 f"{cache['units_saved_today']} units saved"
             )
+    lines.extend(_render_redis(report.get("redis")))
     if report["unknown_keys"]:
         for u in report["unknown_keys"]:
             hint = f" (did you mean {u['nearest']}?)" if u["nearest"] else ""
@@ -367,3 +441,56 @@ def render(report: dict[str, Any]) -> str:
     lines.append("")
     lines.append(f"Verdict: {report['verdict']}")
     return "\n".join(lines) + "\n"
+
+
+def _render_redis(redis: dict[str, Any] | None) -> list[str]:
+    """The Redis lines: where, persistence, memory, the ledger keys' expiry, replicas."""
+    if redis is None:
+        return []
+    if not redis["reachable"]:
+        return [f"Redis: UNREACHABLE: {redis['error']}"]
+    lines = [f"Redis: {redis['where']}, {redis.get('server') or 'server version not told'}"]
+    facts = redis["persistence"]
+    persistence = facts["verdict"]
+    if persistence == "NONE":
+        persistence = 'NONE (appendonly no, save "")'
+    elif persistence is None:  # the rest is among the "could not tell" lines
+        known = facts["appendonly"]
+        persistence = f"appendonly {known} (INFO)" if known else "could not tell"
+    lines.append(f"  persistence: {persistence}")
+    memory = redis["memory"]
+    if memory["policy"] is None:
+        lines.append("  maxmemory: could not tell (CONFIG GET and INFO refused)")
+    else:
+        limit = memory["maxmemory"]
+        cap = f"{limit} bytes" if limit else "no limit (0)"
+        lines.append(f"  maxmemory: {cap}, policy {memory['policy']}")
+        if memory.get("note"):
+            lines.append(f"    note: {memory['note']}")
+    for key in redis["keys"]:
+        if not key["exists"]:
+            state = "not there (nothing written yet, or lost)"
+        elif key["expires_in_days"] is None:
+            state = "carries NO expiry (never removed; ours renew one on every write)"
+        else:
+            state = (
+                f"expires in {key['expires_in_days']} days unless written again "
+                f"(every write renews {key['renewed_days']:g} days)"
+            )
+        lines.append(f"  {key['name']} key {key['key']}: {state}")
+    lines.append(f"  replicas: {_replica_line(redis['replicas'])}")
+    lines.extend(f"  could not tell {what}" for what in redis["unknown"])
+    lines.extend(f"  WARNING: {p.removeprefix('redis: ')}" for p in redis["problems"])
+    return lines
+
+
+def _replica_line(replicas: dict[str, Any]) -> str:
+    parts = []
+    if "connected" in replicas:
+        parts.append(f"{replicas['connected']} connected to the {replicas['role']} (INFO)")
+    if "sentinel_known" in replicas:
+        parts.append(
+            f"{replicas['sentinel_healthy']} healthy of {replicas['sentinel_known']} known to "
+            f"the sentinels ({replicas['sentinels']} sentinels, quorum {replicas['quorum']})"
+        )
+    return "; ".join(parts) or "could not tell"
