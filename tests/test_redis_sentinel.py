@@ -22,7 +22,7 @@ from smart_search.store.redis import masked
 from tests.conftest import Env
 from tests.fakes import FakeServer, Reply, fixture_bytes
 from tests.redis_support import RedisServer, ReplyDropper, SentinelGroup
-from tests.test_redis import hosts, run_fleet
+from tests.test_redis import cli, hosts, run_fleet
 
 SERP = Path(__file__).parent / "fixtures" / "serp"
 DDG_PAGE = SERP / "duckduckgo" / "html-results-caffeine.html"
@@ -147,8 +147,10 @@ def test_wrong_sentinel_password_is_state_unavailable_without_the_password(
     result = json.loads(proc.stdout)
     assert result["error_code"] == "state_unavailable"
     assert "no sentinel named its primary" in result["error"]
+    exported = cli(env, "state", "export")  # the operator's commands mask it the same way
+    assert exported.returncode == 1 and b"sentinel_password=***" in exported.stderr
     for secret in (b"wrong-s-3", b"pw-data-1"):
-        assert secret not in proc.stdout + proc.stderr
+        assert secret not in proc.stdout + proc.stderr + exported.stdout + exported.stderr
 
 
 # --- a reply lost after EXEC ---------------------------------------------------------------------
@@ -198,8 +200,8 @@ while not os.path.exists(stop):
     args = {"query": "%s %d %d" % (agent, os.getpid(), n), "agent_id": agent}
     out = handle(json.dumps({"tool": "smart_search", "args": args}).encode(), os.environ)
     print("%s/%s" % (out["provider_used"], out["error_code"]), flush=True)
-    if out["error_code"]:
-        open("%s.saw-%s" % (stop, out["error_code"]), "w").close()
+    if out["error_code"] or out["provider_used"] == "web_fetch":
+        open("%s.saw-%s" % (stop, out["error_code"] or "web_fetch"), "w").close()
     time.sleep(0.02)
 """
 
@@ -257,7 +259,11 @@ def test_primary_killed_mid_burst_of_three_hosts_never_overspends(tmp_path: Path
                 while billed() < seen["at_failover"] + 5 and time.monotonic() < deadline:
                     time.sleep(0.05)
                 seen["resumed"] = billed()
-                time.sleep(3)  # long enough for the allocations to run out and be refused
+                # Until the allocations run out and a search is sent to the web instead.
+                refused = tmp_path / "stop.saw-web_fetch"
+                while not refused.exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                time.sleep(0.5)
             finally:
                 stop.touch()
 
