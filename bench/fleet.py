@@ -395,8 +395,11 @@ class Month:
 def run_month(url: str, prefix: str, *, days: float, hosts: int, agents: int, seed: int,
               start: float, cache: bool, timeout_rate: float = 0.005, latency_ms: float = 2.0,
               limits: dict[str, tuple[int, int]] | None = None,
-              progress: bool = False) -> Month:  # fmt: skip
-    """One month of the fleet's traffic against the Redis at `url` under key prefix `prefix`."""
+              progress: bool = False, before_slot: Any = None) -> Month:  # fmt: skip
+    """One month of the fleet's traffic against the Redis at `url` under key prefix `prefix`.
+    `before_slot(slot, stores)`, when given, runs before each slot that has calls (the fault
+    bench, bench/fleet_faults.py, breaks the store there)."""
+    from smart_search.budget.ledger import Ledger
     from smart_search.store import open_store
 
     limits = limits or limits_for(hosts, agents)
@@ -423,6 +426,8 @@ def run_month(url: str, prefix: str, *, days: float, hosts: int, agents: int, se
             if weekday >= 5:  # weekends: each agent's first run only
                 due = [a for a in due if hour == min(hours[a])]
             if due:
+                if before_slot is not None:
+                    before_slot(slot, stores)
                 calls += len(due) * hosts
                 gate = threading.Barrier(hosts)
                 errors: list[BaseException] = []
@@ -446,7 +451,8 @@ def run_month(url: str, prefix: str, *, days: float, hosts: int, agents: int, se
                     t.join()
                 if errors:
                     raise errors[0]
-                doc = stores[0].read("quota") or {"windows": {}}
+                # As host 0 reads it (through the ledger: a store that forgot it is noticed).
+                doc = Ledger(settings[0], stores[0], clock=clock).snapshot()
                 for p, w in doc["windows"].items():
                     ledger_books[(p, w["day"])] = w["day_used"]
                     ledger_books[(p, w["month"])] = w["month_used"]

@@ -78,7 +78,11 @@ def test_defaults_come_from_the_table(tmp_path: Path) -> None:
             assert getattr(s, key.field) == key.default, key.name
     assert s.finance_keywords == config_keys.DEFAULT_FINANCE_KEYWORDS
     assert s.endpoints == config_keys.DEFAULT_ENDPOINTS
-    assert s.state_backend == {"kind": "files", "on_unavailable": "refuse"}
+    assert s.state_backend == {
+        "kind": "files",
+        "on_unavailable": "refuse",
+        "on_state_lost": "restore",
+    }
 
 
 @pytest.mark.parametrize("key", WHOLE_KEYS, ids=[key.name for key in WHOLE_KEYS])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,9 @@ def fleet(
     return made
 
 
-def forget(server: RedisServer, fault: str, prefix: str = "fleet") -> None:
-    """Make the server forget the ledger the way `fault` does."""
+def forget(server: RedisServer, fault: str, prefix: str = "fleet", *, idle: bool = True) -> None:
+    """Make the server forget the ledger the way `fault` does (`idle`: no host is running, so
+    the ledger is still gone afterwards)."""
     c = client(server.url)
     if fault == "restart":
         server.restart()  # --save "" --appendonly no: nothing survives
@@ -63,20 +65,24 @@ def forget(server: RedisServer, fault: str, prefix: str = "fleet") -> None:
     elif fault == "delete":
         c.delete(f"{prefix}:quota", f"{prefix}:fetch_counts")
     elif fault == "evict":
-        # A tiny maxmemory with allkeys-lru: filling the server evicts the ledger's keys.
+        # A tiny maxmemory with allkeys-lru: the next write evicts keys until the server fits
+        # (it never does: every key goes, the ledger's too, and writes fail with OOM meanwhile).
+        import redis
+
         c.config_set("maxmemory-policy", "allkeys-lru")
-        c.config_set("maxmemory", str(c.info("memory")["used_memory"] + 200_000))
-        blob = b"x" * 10_000
-        for i in range(2_000):
-            c.set(f"filler:{i}", blob)
-            if i % 50 == 0 and c.get(f"{prefix}:quota") is None:
-                break
-        assert c.get(f"{prefix}:quota") is None, "the ledger key was not evicted"
+        c.config_set("maxmemory", "1")
+        evicted, deadline = False, time.monotonic() + 30
+        while not evicted and time.monotonic() < deadline:
+            try:
+                c.set("filler", b"x" * 1000)
+            except redis.ResponseError:
+                pass  # OOM: nothing fits
+            evicted = c.get(f"{prefix}:quota") is None
         c.config_set("maxmemory", "0")
-        c.delete(*[f"filler:{i}" for i in range(2_000)])
+        assert evicted, "the ledger key was not evicted"
     else:
         raise AssertionError(fault)
-    assert c.get(f"{prefix}:quota") is None
+    assert not idle or c.get(f"{prefix}:quota") is None
 
 
 CONFIG = {
@@ -361,3 +367,205 @@ def env_files(tmp_path: Path) -> Env:
     env = Env(tmp_path)
     env.write_config(CONFIG)
     return env
+
+
+def test_a_fold_adds_what_the_restore_missed_even_after_the_fleet_spent_on_it(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """Host one's witness lags host two's writes. After the loss host one restores from its
+    own (2 units) and spends 4 more; host two's fold must then add the 3 units only it saw: a
+    larger-of merge would give 6 and lose them."""
+    one, two = fleet(tmp_path, server.url, 2, CONFIG)
+    for _ in range(2):
+        charge(Ledger(one.settings()), "a", "brave")
+    for _ in range(3):
+        charge(Ledger(two.settings()), "b", "brave")
+    forget(server, "flushdb")
+    for _ in range(4):
+        charge(Ledger(one.settings()), "a", "brave")
+    ledger = Ledger(two.settings())
+    assert brave(ledger.agent_status("b"))[0] == 3
+    [note] = ledger.restored
+    assert (note["action"], note["added"], note["unaccounted"]) == ("folded", 3, 3)
+    full = Ledger(one.settings()).full_status()
+    assert full["windows"]["brave"]["daily"]["used"] == 9  # 2 + 3 + 4, every unit billed
+
+
+def test_a_late_witness_of_the_lost_generation_is_folded_in(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """A process that wrote just before the loss and recorded its witness only after another
+    process of its host had restored: its unit is folded in on the host's next call."""
+    (one,) = fleet(tmp_path, server.url, 1, CONFIG)
+    charge(Ledger(one.settings()), "a", "brave")
+    path = one.state_dir / "search-witness-quota.json"
+    early = path.read_text()
+    charge(Ledger(one.settings()), "a", "brave")
+    late = path.read_text()
+    path.write_text(early)  # the second write's witness is not there yet ...
+    forget(server, "delete")
+    assert brave(Ledger(one.settings()).agent_status("a"))[0] == 1  # restored from the first
+    path.write_text(late)  # ... and lands now, over the restored generation's witness
+    ledger = Ledger(one.settings())
+    assert brave(ledger.agent_status("a"))[0] == 2
+    assert ledger.restored[0]["action"] == "folded"
+
+
+BURST = """
+import json, os, sys, time
+from smart_search.shell.runner import handle
+import smart_search.search.tools, smart_search.search.tiers, smart_search.store.redis
+print("ready", flush=True)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.002)
+agent = "a%d" % (os.getpid() % 2)
+for i in range(int(sys.argv[2])):
+    args = {"query": "q %s %d %d" % (agent, os.getpid(), i), "agent_id": agent}
+    r = handle(json.dumps({"tool": "smart_search", "args": args}).encode(), os.environ)
+    first = r["attempts"][0] if r["attempts"] else {}
+    print("%s:%s" % (r["provider_used"], first.get("error_code") or r["error_code"]), flush=True)
+    time.sleep(0.005)
+"""
+
+LIMIT = 30
+BRAVE_PATH = "/res/v1/web/search"
+
+
+@pytest.mark.multiprocess
+@pytest.mark.parametrize("fault", FAULTS)
+def test_three_hosts_burst_across_the_fault_and_no_window_passes_its_limit(
+    tmp_path: Path, server: RedisServer, fault: str
+) -> None:
+    """Three hosts of four processes each search without pause; when the fake provider has
+    billed 10 units the store forgets the ledger. Counting what the fake billed before AND after
+    the fault, no window and no allocation passes its limit (the old code billed up to 40: the
+    ledger started again from 0); the ledger ends equal to the merge of the hosts' witnesses."""
+    import threading
+
+    from smart_search.budget.quota_merge import merge_quota
+    from tests.test_redis import run_fleet
+
+    allocation = {"gemini": 0, "brave": 8}
+    config = {"providers": {"brave": {"daily_limit": LIMIT}}, "max_units_per_call": {"brave": 1},
+              "agent_allocations": {"a0": allocation, "a1": allocation}, "lock_timeout_ms": 3000,
+              "retry_max_attempts": 1, "cache": {"enabled": False}}  # fmt: skip
+    members = fleet(tmp_path, server.url, 3, config)
+    with FakeServer() as fake:
+        fake.route("/res/v1/web/search", Reply(200, body=BRAVE_OK.read_bytes()))
+        fake.route("/html/", Reply(200, body=DDG_PAGE.read_bytes()))
+        for host in members:
+            host.environ["BRAVE_API_KEY"] = "brave-key-burst"
+            host.write_config({**config, "endpoints": {"brave": fake.url, "duckduckgo": fake.url},
+                               "state_backend": host.redis_backend()})  # fmt: skip
+        go = tmp_path / "go"
+        seen: dict[str, int] = {}
+
+        def billed() -> int:
+            return len(fake.requests_to(BRAVE_PATH))
+
+        def chaos() -> None:
+            deadline = time.monotonic() + 240
+            while billed() < 10 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            seen["before"] = billed()
+            forget(server, fault, idle=False)
+            seen["after_fault"] = billed()
+
+        thread = threading.Thread(target=chaos)
+        thread.start()
+        try:
+            lines = run_fleet(members, 4, BURST, ["12"], go)
+        finally:
+            thread.join()
+        total = billed()
+        per_agent = {
+            a: sum(f"q {a} " in r.query.get("q", [""])[0] for r in fake.requests_to(BRAVE_PATH))
+            for a in ("a0", "a1")
+        }
+    words = [w for out in lines for w in out]
+    assert seen["before"] >= 10 and total > seen["after_fault"], (seen, total)  # across it
+    # Counting every unit the fake billed, before and after the fault: within the window ...
+    assert total <= LIMIT, (seen, total, {w: words.count(w) for w in set(words)})
+    # ... and the refusals show it was the restored ledger that stopped the fleet.
+    assert "web_fetch:quota_exhausted" in words
+    # Each agent billed at most its allocation plus the provider-direct headroom (30 - 16).
+    assert all(n <= 8 + (LIMIT - 16) for n in per_agent.values()), per_agent
+    # The ledger counts every billed unit (nothing refunded that was billed) ...
+    raw = json.loads(client(server.url).get("fleet:quota"))
+    ledger = Ledger(members[0].settings())
+    assert raw["windows"]["brave"]["day_used"] >= total
+    # ... and equals the merge of what the hosts' witnesses hold.
+    merged = None
+    for host in members:
+        w = json.loads((host.state_dir / "search-witness-quota.json").read_text())
+        doc = ledger.current(w["doc"])
+        merged = doc if merged is None else merge_quota(merged, doc)
+    assert merged is not None
+    assert merged["windows"]["brave"]["day_used"] == raw["windows"]["brave"]["day_used"]
+    for a in ("a0", "a1"):
+        assert merged["agents"][a]["brave"] == raw["agents"][a]["brave"]
+    record = raw["_ledger"]["restored"][0]
+    assert record["why"] in ("missing", "generation")
+
+
+def test_state_restore_takes_a_providers_reported_month_when_larger(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    from tests.test_reconcile import _KeyedUsage
+
+    (one,) = fleet(tmp_path, server.url, 1, CONFIG)
+    charge(Ledger(one.settings()), "a", "brave")
+    forget(server, "flushdb")
+    key = "SENTINEL-TAVILY-KEY-0042"
+    usage = _KeyedUsage({key: 40}, limit=50)
+    try:
+        one.write_config({**CONFIG, "endpoints": {"tavily": usage.url},
+                          "state_backend": one.redis_backend()})  # fmt: skip
+        one.environ["TAVILY_API_KEY"] = key
+        done = cli(one, "state", "restore", "--providers")
+    finally:
+        usage.close()
+    assert done.returncode == 0, done.stderr
+    assert "tavily month" in done.stdout and "0 -> 40" in done.stdout
+    assert "SENTINEL" not in done.stdout + done.stderr
+    full = Ledger(one.settings()).full_status()
+    assert full["windows"]["tavily"]["monthly"]["used"] == 40
+    assert full["windows"]["brave"]["daily"]["used"] == 1  # this host's witness, folded too
+    for path in one.state_dir.glob("search-witness-*.json"):
+        assert "SENTINEL" not in path.read_text()
+
+
+def test_state_restore_on_the_file_backend_only_raises_counters(env_files: Env) -> None:
+    ledger = Ledger(env_files.settings())
+    charge(ledger, "a", "brave")
+    export = env_files.root / "ledger.json"
+    doc = json.loads((env_files.state_dir / "search-quota.json").read_text())
+    doc["windows"]["brave"]["day_used"] = 5
+    export.write_text(json.dumps(doc))
+    dry = cli(env_files, "state", "restore", "--from", str(export), "--dry-run")
+    assert dry.returncode == 0 and "1 -> 5" in dry.stdout, dry.stderr
+    assert Ledger(env_files.settings()).full_status()["windows"]["brave"]["daily"]["used"] == 1
+    done = cli(env_files, "state", "restore", "--from", str(export))
+    assert done.returncode == 0, done.stderr
+    assert Ledger(env_files.settings()).full_status()["windows"]["brave"]["daily"]["used"] == 5
+
+
+def test_smart_fetchs_daily_counts_are_restored_too(tmp_path: Path, server: RedisServer) -> None:
+    from smart_search.budget import fetches
+    from smart_search.errors import FetchLimit
+    from smart_search.store import open_store
+
+    one, two = fleet(tmp_path, server.url, 2, CONFIG)
+    day = "2026-12-04"
+    for _ in range(2):
+        fetches.reserve_fetch(open_store(one.settings()), day, "a", 3)
+    fetches.reserve_fetch(open_store(two.settings()), day, "b", 3)
+    forget(server, "delete")
+    store = open_store(one.settings())
+    assert fetches.reserve_fetch(store, day, "a", 3) == 3  # 2 restored, then this one
+    with pytest.raises(FetchLimit):
+        fetches.reserve_fetch(store, day, "a", 3)
+    assert fetches.fetch_counts(open_store(two.settings()), day) == {"a": 3, "b": 1}
+    # Host two folded its count in; its witness now holds the whole day.
+    witness = json.loads((two.state_dir / "search-witness-fetch_counts.json").read_text())
+    assert witness["doc"]["agents"] == {"a": 3, "b": 1}

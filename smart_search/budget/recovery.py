@@ -132,19 +132,25 @@ def restore(
                 return None, meta, {"before": found, "after": after, "record": None}
             return after, ident.advance(meta, now), None
         mark = (meta or {}).get("lost") or {}
-        same = meta is not None and w is not None and meta.get("gen") == w.gen
+        # The identity of the content the store holds (a mark keeps the one it found).
+        held_gen = mark.get("store_gen") if mark else (meta or {}).get("gen")
+        held_seq = int((mark.get("store_seq") if mark else (meta or {}).get("seq")) or 0)
+        same = w is not None and held_gen == w.gen
         mine = current(w.doc if w is not None else None)
-        after = kind.merge(found, mine, add=doc is not None and not same)
+        after = kind.merge(found, mine, add=held_gen is not None and not same)
         for extra in extras:
             after = kind.merge(after, current(extra), add=False)
+        # Per lost generation, what this restore holds of it and up to which seq: a host whose
+        # witness of it is later folds in what it saw beyond (`_fold_change`).
         bases: dict[str, Document] = {}
-        for gen in (mark.get("witness_gen"), (meta or {}).get("gen")):
-            if gen:
-                bases[gen] = (
-                    found if doc is not None and gen == (meta or {}).get("gen") else (current(None))
-                )
+        seqs: dict[str, int] = {}
+        if mark.get("witness_gen"):
+            bases[mark["witness_gen"]], seqs[mark["witness_gen"]] = current(None), 0
+        if held_gen:
+            bases[held_gen], seqs[held_gen] = found, held_seq
         if w is not None:
             bases[w.gen] = kind.merge(found, mine, add=False) if same else mine
+            seqs[w.gen] = max(held_seq, w.seq) if same else w.seq
         held = kind.held(mine)
         record = {
             "at": now,
@@ -153,6 +159,7 @@ def restore(
             "lost_after": mark.get("after") or (w.at if w is not None else None),
             "lost_gens": sorted(bases),
             "bases": bases,
+            "base_seqs": seqs,
             "folded": [host],
             "in_flight": held,
             "found_later": 0,
@@ -174,12 +181,12 @@ def restore(
 
 
 def fold(store: Any, name: str, current: Current) -> Document | None:
-    """Fold this host's witness into a restore of its generation (once per host)."""
+    """Fold this host's witness into a restore of its generation (what it saw past the base)."""
 
     def change(doc: Document | None, meta: Document | None, w: ident.Witness | None) -> Any:
         loss = ident.judge(name, meta, doc is not None, w, store.host, None, time.time())
         if loss is None or loss.kind != "repair":
-            return None, meta, None  # folded already (another process of this host)
+            return None, meta, None  # folded already (another process of this host did)
         return _fold_change(name, doc, meta, w, store.host, current, False)
 
     record = store.rewrite(name, change)
@@ -206,7 +213,8 @@ def _fold_change(
     record = {
         **record,
         "bases": {**record["bases"], w.gen: kind.merge(base, mine, add=False)},
-        "folded": [*record["folded"], host],
+        "base_seqs": {**record["base_seqs"], w.gen: max(w.seq, record["base_seqs"][w.gen])},
+        "folded": [*(h for h in record["folded"] if h != host), host],
         "found_later": record["found_later"] + added,
         "unaccounted": record["unaccounted"] + added,
     }
@@ -225,10 +233,20 @@ def _mark(store: Any, name: str, loss: ident.Loss, current: Current) -> None:
             return None, meta, None
         if (meta or {}).get("lost"):
             return None, meta, None
-        mark = {"at": now, "host": store.host, "kind": loss.kind,
-                "after": w.at if w is not None else None,
-                "witness_gen": w.gen if w is not None else None}  # fmt: skip
-        new_meta = {**ident.advance(meta, now), "lost": mark}
+        held = meta or {}
+        mark = {
+            "at": now,
+            "host": store.host,
+            "kind": loss.kind,
+            "after": w.at if w is not None else None,
+            "witness_gen": w.gen if w is not None else None,
+            # What the store held when the loss was found: the restore's base for it.
+            "store_gen": held.get("gen"),
+            "store_seq": held.get("seq", 0),
+        }
+        # A generation of its own: the marked copy is no state of any host's history.
+        new_meta = {"gen": ident.new_gen(), "seq": 1, "at": now, "lost": mark,
+                    "restored": held.get("restored") or []}  # fmt: skip
         return current(doc), new_meta, None
 
     store.rewrite(name, change)

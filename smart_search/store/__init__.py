@@ -15,7 +15,9 @@ Backends:
   imported only when configured.
 
 Documents hold no API key. The quota document is durable (never reset, corrupt → StateCorrupt);
-the others are advisory (a damaged one reads as empty and is rebuilt).
+the others are advisory (a damaged one reads as empty and is rebuilt). In a networked store the
+durable documents also carry their identity, and each host keeps a witness of them in its state
+directory, so that a store that forgot them is noticed (`witness.py`, StateLost; RULINGS 8).
 """
 
 from __future__ import annotations

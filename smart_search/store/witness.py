@@ -9,15 +9,16 @@ and revision); so does the ledger here:
   in the same SET as the counters), `_ledger`: `gen`, a generation id made once when a fresh
   fleet first writes the document, and `seq`, which every write advances. A restore makes a new
   generation and keeps a short history of restores (`restored`: when, from which host, the
-  generation it replaced, the document it restored as `base`, the hosts that folded their
-  witness in since, and the units no witness could account for).
+  generations it replaced and per generation the state it restored of it (`bases`, `base_seqs`),
+  the hosts that folded their witness in since, and the units no witness could account for).
 - Witness. Every host keeps, in its own state directory, the last state of each durable document
   it wrote or read (`search-witness-<name>.json`: gen, seq, when, the document). Small, written
   atomically (statefile), never holding a key: the documents hold none.
 
 `judge` compares the two at every read and write: a document missing while the witness holds
 one (and its expiry has not passed), of another generation, or behind the witness's seq is a
-loss; a generation that restored the witness's own is a repair (fold the witness in once); a
+loss; a restore of the witness's generation from an earlier state than the witness is a repair (fold
+the witness in, once); a
 store that never held the document and a host without a witness is a fresh start. The store only
 detects and reports (`StateLost` carrying a `Loss`); what to do about it is the budget's
 (`budget/recovery.py`).
@@ -126,7 +127,10 @@ def judge(
     record = restore_record(meta, witness.gen)
     if record is None:
         return loss("generation")
-    return None if host in record.get("folded", []) else loss("repair")
+    # A restore of the witness's generation: fold in what this host saw past the restore's base
+    # of it (once: the fold moves the base up to the witness).
+    folded_to = (record.get("base_seqs") or {}).get(witness.gen, 0)
+    return None if witness.seq <= folded_to else loss("repair")
 
 
 def refusal(url: str, loss: Loss) -> str:
