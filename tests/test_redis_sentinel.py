@@ -335,3 +335,90 @@ def test_a_lagging_replica_promoted_is_restored_from_the_witnesses(tmp_path: Pat
             except errors.QuotaExhausted:
                 pass
         assert granted == 3 and used(new) == 10
+
+
+@pytest.mark.multiprocess
+def test_a_burst_across_a_failover_to_a_lagging_replica_never_overspends(tmp_path: Path) -> None:
+    """3 hosts x 3 processes search through the sentinel; after 6 billed units the replica is
+    cut off, the burst spends at least 6 more on the primary alone, the primary dies, and the
+    replica is promoted without them. Counting every unit the fake billed, before, during and
+    after: within each allocation and the day; the store's ledger was restored ("behind") from
+    the witnesses and ends equal to their merge."""
+    from smart_search.budget.ledger import Ledger
+    from smart_search.budget.quota_merge import merge_quota
+
+    go, stop = tmp_path / "go", tmp_path / "stop"
+    agents = [f"agent-{i}" for i in range(3)]
+    seen: dict[str, Any] = {}
+    with SentinelGroup(tmp_path / "sentinel") as group, FakeServer() as fake:
+        group.start()
+        fake.route(BRAVE, Reply(200, fixture_bytes("brave-ok.json"),
+                                {"content-type": "application/json"}))  # fmt: skip
+        fake.route("/html/", Reply(200, body=DDG_PAGE.read_bytes()))
+        config = {
+            "endpoints": {"brave": fake.url, "duckduckgo": fake.url},
+            "providers": {"brave": {"daily_limit": DAILY}},
+            "agent_allocations": {a: {"gemini": 0, "brave": ALLOCATION} for a in agents},
+            "max_units_per_call": {"brave": 1},
+            "retry_max_attempts": 1,
+            "lock_timeout_ms": 3000,
+            "web_fetch_min_interval_ms": 0,
+            "cache": {"enabled": False},
+        }
+        fleet = hosts(tmp_path, group.url, 3, config)
+        for host, agent in zip(fleet, agents, strict=True):
+            host.environ["BRAVE_API_KEY"] = "sentinel-brave-key"
+            host.environ["BURST_AGENT"] = agent
+
+        def billed() -> int:
+            return len(fake.requests_to(BRAVE))
+
+        def chaos() -> None:
+            try:
+                deadline = time.monotonic() + 240
+                while billed() < 6 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+
+                def write(primary: RedisServer) -> None:  # the burst writes to it alone
+                    seen["cut"] = billed()
+                    while billed() < seen["cut"] + 6 and time.monotonic() < deadline:
+                        time.sleep(0.01)
+                    seen["killed"] = billed()
+
+                group.promote_lagging_replica(write)
+                seen["promoted"] = billed()
+                refused = tmp_path / "stop.saw-web_fetch"
+                while not refused.exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                time.sleep(0.5)
+            finally:
+                stop.touch()
+
+        thread = threading.Thread(target=chaos)
+        thread.start()
+        try:
+            lines = run_fleet(fleet, 3, BURST, [str(stop)], go)
+        finally:
+            stop.touch()
+            thread.join()
+        requests = fake.requests_to(BRAVE)
+        raw = json.loads(group.client(group.primary).get("fleet:quota"))
+    words = [w for out in lines for w in out]
+    counts = {w: words.count(w) for w in set(words)}
+    assert set(words) <= {"brave/None", "web_fetch/None", "None/state_unavailable"}, counts
+    assert seen["killed"] >= seen["cut"] + 6, seen  # units the promoted replica never received
+    per_agent = {a: sum(r.query["q"][0].startswith(a + " ") for r in requests) for a in agents}
+    assert all(n <= ALLOCATION for n in per_agent.values()), (per_agent, seen, counts)
+    assert len(requests) <= DAILY and "web_fetch/None" in words, (seen, counts)
+    assert raw["windows"]["brave"]["day_used"] >= len(requests)
+    assert any(r["why"] == "behind" for r in raw["_ledger"]["restored"]), raw["_ledger"]
+    ledger = Ledger(fleet[0].settings())
+    merged = None
+    for host in fleet:
+        w = json.loads((host.state_dir / "search-witness-quota.json").read_text())
+        doc = ledger.current(w["doc"])
+        merged = doc if merged is None else merge_quota(merged, doc)
+    assert merged is not None
+    assert merged["windows"]["brave"]["day_used"] == raw["windows"]["brave"]["day_used"]
+    for a in agents:
+        assert merged["agents"][a]["brave"] == raw["agents"][a]["brave"]
