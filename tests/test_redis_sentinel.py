@@ -422,3 +422,20 @@ def test_a_burst_across_a_failover_to_a_lagging_replica_never_overspends(tmp_pat
     assert merged["windows"]["brave"]["day_used"] == raw["windows"]["brave"]["day_used"]
     for a in agents:
         assert merged["agents"][a]["brave"] == raw["agents"][a]["brave"]
+
+
+def test_a_primary_without_a_replica_in_sync_refuses_writes_by_name(
+    env: Env, tmp_path: Path
+) -> None:
+    """`min-replicas-to-write` (operations.md's way to narrow what a failover can lose): with no
+    replica in sync the server takes no writes, and a search says why before any request."""
+    server = RedisServer(tmp_path / "redis", extra=["--min-replicas-to-write", "1"]).start()
+    try:
+        env.redis_url = server.url
+        env.write_config({"lock_timeout_ms": 2000})
+        result = env.call("smart_search", {"query": "q", "agent_id": "general"})
+        assert result["error_code"] == "state_unavailable"
+        assert "too few replicas are in sync (min-replicas-to-write)" in result["error"]
+        assert env.call("search_quota_status")["error"] is None  # reads still answer
+    finally:
+        server.stop()
