@@ -56,10 +56,14 @@ class Faults:
         self.witness = witness
         self.done: dict[str, float] = {}  # fault -> simulated time it happened
         self.cut: Any = None  # the primary whose replica lags (day 25, until the next slot)
+        self.records: dict[float, Any] = {}  # restores the ledger recorded, by when
+        self.store: Any = None  # host 0's store, to read the last of them at the end
 
     def __call__(self, slot: float, stores: list[Any]) -> None:
         for store in stores:
             store.witnessing = self.witness
+        self.store = stores[0]
+        self.collect(stores[0])
         if self.cut is not None:
             if slot >= self.done["failover"] + CUT_FOR_S:
                 self._fail_over(stores)
@@ -84,6 +88,15 @@ class Faults:
             client.client_kill_filter(_type="replica")
             self.cut = primary  # this slot's writes reach the primary only
         _reconnect(stores)
+
+    def collect(self, store: Any) -> None:
+        """Keep the restores the ledger records (a later loss takes the store's history with
+        it: each is read here before the next fault)."""
+        if not self.witness:
+            return
+        meta = store.identity("quota") or {}
+        for record in meta.get("restored") or []:
+            self.records[record["at"]] = record
 
     def _fail_over(self, stores: list[Any]) -> None:
         old, self.cut = self.cut, None
@@ -117,20 +130,13 @@ def run(args: argparse.Namespace, witness: bool) -> tuple[Any, dict[str, float],
             timeout_rate=args.timeout_rate, latency_ms=args.latency_ms, progress=True,
             before_slot=faults,
         )  # fmt: skip
-        records = _restores(group)
+        if faults.store is not None:
+            faults.collect(faults.store)
+        records = sorted(faults.records.values(), key=lambda r: r["at"])
     finally:
         group.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     return month, faults.done, records
-
-
-def _restores(group: Any) -> list[Any]:
-    import json
-
-    raw = group.client(group.primary).get(f"{PREFIX}-{os.getpid()}:quota")
-    if raw is None:
-        return []
-    return list((json.loads(raw).get("_ledger") or {}).get("restored") or [])
 
 
 def over_limits(month: Any) -> dict[str, int]:
@@ -188,7 +194,7 @@ def report(new: Any, old: Any, out: Any = sys.stdout) -> None:
           f"{un_old[p]:>6}\n")  # fmt: skip
         w(f"  {p + ': billed':<44} {m_new.books.total[p]:>6} {m_old.books.total[p]:>6}\n")
     w(f"\n  restores recorded (new code): {len(rec_new)}\n")
-    for r in reversed(rec_new):
+    for r in rec_new:
         w(f"    {time.strftime('%H:%M:%S', time.gmtime(r['at']))} by {r['host']}: {r['why']}, "
           f"restored {r['restored_units']} units this month, {len(r['folded'])} hosts folded, "
           f"units no witness could account for (bound): {r['unaccounted']} "
