@@ -212,7 +212,7 @@ DAILY = 30
 @pytest.mark.multiprocess
 def test_primary_killed_mid_burst_of_three_hosts_never_overspends(tmp_path: Path) -> None:
     """3 hosts x 3 processes search through three sentinels; the primary is SIGKILLed once
-    the fake has billed 8 units. Calls caught in it answer state_unavailable (or succeed);
+    the fake has billed 6 units. Calls caught in it answer state_unavailable (or succeed);
     once the sentinels promote the replica, calls succeed on it; the units the fake billed stay
     within every allocation and the day's limit, counted before and after the failover."""
     go, stop = tmp_path / "go", tmp_path / "stop"
@@ -246,7 +246,7 @@ def test_primary_killed_mid_burst_of_three_hosts_never_overspends(tmp_path: Path
         def chaos() -> None:
             try:
                 deadline = time.monotonic() + 240
-                while billed() < 8 and time.monotonic() < deadline:
+                while billed() < 6 and time.monotonic() < deadline:
                     time.sleep(0.01)
                 old = group.kill_primary()
                 seen["at_kill"] = billed()
@@ -256,9 +256,8 @@ def test_primary_killed_mid_burst_of_three_hosts_never_overspends(tmp_path: Path
                 group.wait_failover(old)
                 seen["at_failover"] = billed()
                 # The next calls reach the new primary: spending resumes, up to the limits.
-                while billed() < seen["at_failover"] + 5 and time.monotonic() < deadline:
+                while billed() <= seen["at_kill"] + 9 and time.monotonic() < deadline:
                     time.sleep(0.05)
-                seen["resumed"] = billed()
                 # Until the allocations run out and a search is sent to the web instead.
                 refused = tmp_path / "stop.saw-web_fetch"
                 while not refused.exists() and time.monotonic() < deadline:
@@ -279,7 +278,9 @@ def test_primary_killed_mid_burst_of_three_hosts_never_overspends(tmp_path: Path
     words = [w for out in procs_out for w in out]
     assert set(words) <= {"brave/None", "web_fetch/None", "None/state_unavailable"}, set(words)
     assert "None/state_unavailable" in words, (seen, {w: words.count(w) for w in set(words)})
-    assert seen["resumed"] >= seen["at_failover"] + 5, seen  # the new primary took the spends
+    # Nine processes hold at most nine units at the kill: more billed after it were held anew,
+    # and only the new primary could grant them.
+    assert len(requests) > seen["at_kill"] + 9, seen
     per_agent = {a: sum(r.query["q"][0].startswith(a + " ") for r in requests) for a in agents}
     assert all(n <= ALLOCATION for n in per_agent.values()), per_agent
     assert len(requests) <= DAILY
