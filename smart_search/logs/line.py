@@ -40,7 +40,7 @@ def build_line(
 ) -> dict[str, Any]:
     """The line for one call's `result` (smart_search's full result shape); `mode` is "first"
     or "deep" (the schema's enum)."""
-    return {
+    line = {
         "timestamp": utc_stamp(now, millis=True),
         "agent_id": agent_id,
         "query": query,
@@ -61,10 +61,12 @@ def build_line(
         "cached": result["cached"],
         "units_saved": units_saved,
         "mode": mode,
+    }
+    if state_restored is not None:
         # RULINGS 8: the shared ledger was restored (or this host's witness folded in) during
         # the call: when, by which host, why, and the units no witness could account for.
-        "state_restored": state_restored,
-    }
+        line["state_restored"] = state_restored
+    return line
 
 
 def log_search(settings: Settings, day: str, line: dict[str, Any]) -> None:
