@@ -163,7 +163,9 @@ def test_config_and_info_both_refused_say_could_not_tell_for_each(start: Any) ->
 
 
 def test_replicas_from_info_and_from_the_sentinels(tmp_path: Path) -> None:
-    with SentinelGroup(tmp_path / "sentinel", password="pw-doctor-1") as group:
+    # Slow to declare the primary down: no failover here, however loaded the machine.
+    slow = {"down_after_ms": 30000, "failover_timeout_ms": 60000}
+    with SentinelGroup(tmp_path / "sentinel", password="pw-doctor-1", **slow) as group:
         group.start()
         (tmp_path / "host").mkdir()
         env = Env(tmp_path / "host", group.url)

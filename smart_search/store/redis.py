@@ -510,6 +510,8 @@ class RedisStore:
             why = "it cannot be reached"
         elif isinstance(exc, errors.ResponseError) and "NOAUTH" in str(exc):
             why = "it requires a password"
+        elif isinstance(exc, errors.ResponseError) and "NOREPLICAS" in str(exc):
+            why = "it takes no writes while too few replicas are in sync (min-replicas-to-write)"
         else:
             why = f"it answered with an error ({exc.__class__.__name__})"
         return StateUnavailable(
