@@ -171,10 +171,21 @@ export function runProduct(settings, call, signal) {
 
 /** One call to the product: on the resident worker (worker.js), or with `spawnPerCall` a
  * process of its own (runProduct). Either way the product's result object. */
-export function callProduct(settings, call, signal) {
-  if (settings.spawnPerCall) return runProduct(settings, call, signal);
-  return callWorker(settings, call, signal, (message, code) => new SmartSearchError(message, code));
+export async function callProduct(settings, call, signal) {
+  if (settings.spawnPerCall || perCallOnly.has(settings.command)) return runProduct(settings, call, signal);
+  try {
+    return await callWorker(settings, call, signal, (message, code) => new SmartSearchError(message, code));
+  } catch (err) {
+    if (err?.code !== "worker_unavailable") throw err;
+    // An install without the `mcp` extra cannot keep a worker: a process per call, as before
+    // the worker existed (the worker never started, so this call was not sent twice).
+    perCallOnly.add(settings.command);
+    return runProduct(settings, call, signal);
+  }
 }
+
+/** Commands whose worker cannot start (no MCP SDK): every call runs as a process of its own. */
+const perCallOnly = new Set();
 
 /** OpenClaw's web_search arguments -> the product's smart_search args. */
 export function searchArgs(args, agentId) {

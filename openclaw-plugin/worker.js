@@ -70,7 +70,10 @@ class Worker {
     child.on("close", (code, sig) => {
       const how = sig ? `was killed by ${sig}` : `exited with status ${code}`;
       const said = this.ready === true ? "" : this.stderrTail.trim().split("\n").pop() ?? "";
-      this.die(fail(`smart-search worker ${how}${said ? `: ${said}` : ""}.`, "internal"));
+      // Installed without the MCP SDK (the `mcp` extra): it never served, so nothing was sent,
+      // and the caller may run the call as a process of its own (index.js's callProduct).
+      const noSdk = this.ready !== true && code === 1 && said.includes("[mcp]");
+      this.die(fail(`smart-search worker ${how}${said ? `: ${said}` : ""}.`, noSdk ? "worker_unavailable" : "internal"));
     });
     this.ready = this.request("initialize", {
       protocolVersion: PROTOCOL_VERSION,

@@ -299,7 +299,7 @@ def test_a_hung_worker_times_out_is_replaced_and_a_slow_call_alone_is_cancelled(
         driver.close()
 
 
-def test_a_worker_that_cannot_start_says_why(
+def test_an_install_without_the_mcp_extra_runs_each_call_as_a_process(
     openclaw: OpenClaw,  # noqa: F811
     fake: FakeServer,
     tmp_path: Path,
@@ -310,14 +310,20 @@ def test_a_worker_that_cannot_start_says_why(
             "sys.exit(main(sys.argv[1:]))")  # fmt: skip
     command.write_text(f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -c "{code}" "$@"\n')
     command.chmod(0o755)
+    fake.route(BRAVE_PATH, brave_ok())
     driver = Driver(openclaw, env, {"command": str(command)})
     try:
-        got = driver.search("q")["resolved"]
+        first = driver.search("q")["resolved"]
+        pids = driver.pids()
+        second = driver.search("q2")["resolved"]
     finally:
         driver.close()
-    assert got["code"] == "internal", got
-    assert got["error"].startswith("smart-search worker exited with status 1: Install it with: ")
-    assert "[mcp]" in got["error"] and not fake.requests
+    # An install without the `mcp` extra keeps the plugin working: the worker could not start
+    # (it said why on stderr), nothing was sent by it, and each call ran as a process of its own.
+    assert "error" not in first and "error" not in second, (first, second)
+    assert first["smartSearch"]["providerUsed"] == "brave", first
+    assert pids == []
+    assert len(fake.requests_to(BRAVE_PATH)) == 2
 
 
 # --- against the real product ------------------------------------------------------------------
