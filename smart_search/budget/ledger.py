@@ -52,10 +52,14 @@ def today(settings: Settings, now: float | None = None) -> str:
 
 def windows(settings: Settings, now: float) -> quota.Windows:
     """Every window's current name at `now`: the agents' day, each provider's day and month."""
+    names: dict[str | None, tuple[str, str]] = {}  # per zone: providers mostly share one
     provider = {}
     for p in PROVIDERS:
-        local = _day(now, settings.reset_timezones[p])
-        provider[p] = (local.strftime("%Y-%m-%d"), local.strftime("%Y-%m"))
+        zone = settings.reset_timezones[p]
+        if zone not in names:
+            local = _day(now, zone)
+            names[zone] = (local.strftime("%Y-%m-%d"), local.strftime("%Y-%m"))
+        provider[p] = names[zone]
     return quota.Windows(today(settings, now), provider)
 
 

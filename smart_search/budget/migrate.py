@@ -166,17 +166,24 @@ def _seed_windows(doc: Document) -> None:
         window["month"], window["month_used"] = doc["date"][:7], used
 
 
+# The three sources of an agent's counters, named once (a fourth one fails here, at import).
+_SOURCE_A, _SOURCE_B, _SOURCE_C = quota.SOURCES
+
+
 def _agents_ok(agents: Any) -> bool:
     if not isinstance(agents, dict):
         return False
+    # is_count inlined (`type(v) is int`: a JSON integer, never a bool): this walk runs on every
+    # read of the ledger, three times per search, over agents x providers x sources counters.
     for agent_id, rec in agents.items():
         if not isinstance(agent_id, str) or not isinstance(rec["completed"], bool):
             return False
+        released = rec["released"]
         for p in PROVIDERS:
-            if not is_count(rec["released"][p]):
-                return False
-            if not all(is_count(rec[p][s]) for s in quota.SOURCES):
-                return False
+            counts = rec[p]
+            for v in (released[p], counts[_SOURCE_A], counts[_SOURCE_B], counts[_SOURCE_C]):
+                if type(v) is not int or not 0 <= v <= MAX_COUNT:
+                    return False
     return True
 
 

@@ -16,9 +16,16 @@ DEFAULT_HTTP_PATH = "/mcp"
 async def serve_stdio(service: Service) -> None:
     from mcp.server.stdio import stdio_server
 
+    from smart_search.shell.mcp.pipes import are_pipes, loop_stdio
+
     server = build_server(service)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    if not are_pipes():
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        return
+    # Pipes (a host spawned us): read and written by the event loop, no thread hop per line.
+    async with loop_stdio() as (stdin, stdout), stdio_server(stdin, stdout) as streams:
+        await server.run(*streams, server.create_initialization_options())
 
 
 async def serve_http(service: Service, host: str, port: int, *, tokens: bool = False) -> None:
