@@ -3,8 +3,9 @@ planted in store/witness.py, store/redis.py, budget/recovery.py, budget/quota_me
 host/redis_url.py that the suite let through): a copy one write behind, a witness that already
 holds what a restore restored, a fold's base moving up (never down), a witness of a new
 generation at a lower seq, the witness's "seen at" stamp, an expired witness, a dry run that
-must not touch the witness, holds folded in by a merge, and a Sentinel URL's passwords kept
-apart.
+must not touch the witness, a refusal mark keeping the seq the store held, holds folded in by
+a merge, a restore's excess counted window by window, and a Sentinel URL's passwords kept apart
+and its database number checked.
 
 Real `redis-server` processes on loopback (tests/redis_support.py), as in test_state_lost.py.
 """
@@ -192,3 +193,58 @@ def test_a_sentinel_url_never_hands_the_servers_password_to_the_sentinels() -> N
     assert (spec.password, spec.sentinel_password) == ("data-pw", None)
     spec = parse_sentinel("redis+sentinel://u:data-pw@127.0.0.1/mymaster?sentinel_password=s-pw")
     assert (spec.username, spec.password, spec.sentinel_password) == ("u", "data-pw", "s-pw")
+
+
+def test_a_refusal_mark_keeps_the_seq_the_store_held_so_a_host_at_it_folds_nothing(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """Refuse mode, the store back to an older copy of its generation: the mark keeps that
+    copy's seq, so after a restore by a host without a witness, a host that had seen just that
+    copy has nothing to fold, and the host that saw more folds its unit in."""
+    from smart_search.errors import StateLost
+
+    one, two, three = fleet(tmp_path, server.url, 3, CONFIG, on_state_lost="refuse")
+    c = client(server.url)
+    charge(Ledger(one.settings()), "a", "brave")
+    Ledger(three.settings()).snapshot()  # host three saw the copy the store will go back to
+    stale = c.get("fleet:quota")
+    charge(Ledger(one.settings()), "a", "brave")
+    c.set("fleet:quota", stale)
+    with pytest.raises(StateLost):
+        Ledger(one.settings()).snapshot()  # host one finds it behind: marked lost
+    assert (
+        json.loads(c.get("fleet:quota"))["_ledger"]["lost"]["store_seq"]
+        == (json.loads(stale)["_ledger"]["seq"])
+    )
+    done = cli(two, "state", "restore")  # host two has no witness
+    assert done.returncode == 0, done.stderr
+    late = Ledger(three.settings())
+    assert brave(late.agent_status("a"))[0] == 1
+    assert late.restored == []
+    folder = Ledger(one.settings())
+    assert brave(folder.agent_status("a"))[0] == 2
+    assert [(n["action"], n["added"]) for n in folder.restored] == [("folded", 1)]
+
+
+def test_the_excess_over_a_base_subtracts_day_from_day_and_month_from_month(env: Env) -> None:
+    from smart_search.budget.quota_merge import excess_quota
+
+    env.write_config({"timezone": "UTC", "providers": {"brave": {"daily_limit": 30}}})
+    ledger = Ledger(env.settings())
+    for _ in range(2):
+        charge(ledger, "general", "brave")
+    base = ledger.snapshot()
+    for _ in range(3):
+        charge(ledger, "general", "brave")
+    incoming = ledger.snapshot()
+    for doc in (base, incoming):
+        doc["windows"]["brave"]["month_used"] += 4  # spent on earlier days of the month
+    extra = excess_quota(incoming, base)["windows"]["brave"]
+    assert (extra["day_used"], extra["month_used"]) == (3, 3)
+
+
+def test_a_sentinel_urls_database_number_is_checked() -> None:
+    assert parse_sentinel("redis+sentinel://127.0.0.1/mymaster/15").db == 15
+    for bad in ("123456", "1x"):
+        with pytest.raises(ValueError, match="database"):
+            parse_sentinel(f"redis+sentinel://127.0.0.1/mymaster/{bad}")
