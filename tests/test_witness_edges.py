@@ -5,7 +5,9 @@ holds what a restore restored, a fold's base moving up (never down), a witness o
 generation at a lower seq, the witness's "seen at" stamp, an expired witness, a dry run that
 must not touch the witness, a refusal mark keeping the seq the store held, holds folded in by
 a merge, a restore's excess counted window by window, and a Sentinel URL's passwords kept apart
-and its database number checked.
+and its database number checked; `state restore` bringing back smart_fetch's counts too, an
+`mcp.tokens` entry's `["*"]` refused (only the bare "*" means every agent), and doctor's word on
+`appendfsync everysec`.
 
 Real `redis-server` processes on loopback (tests/redis_support.py), as in test_state_lost.py.
 """
@@ -248,3 +250,54 @@ def test_a_sentinel_urls_database_number_is_checked() -> None:
     for bad in ("123456", "1x"):
         with pytest.raises(ValueError, match="database"):
             parse_sentinel(f"redis+sentinel://127.0.0.1/mymaster/{bad}")
+
+
+def test_state_restore_brings_back_smart_fetchs_daily_counts(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    from smart_search.budget import fetches
+    from smart_search.store import open_store
+
+    (one,) = fleet(tmp_path, server.url, 1, CONFIG)
+    for _ in range(2):
+        fetches.reserve_fetch(open_store(one.settings()), "2026-12-04", "a", 3)
+    lost.forget(server, "delete")
+    done = cli(one, "state", "restore")
+    assert done.returncode == 0, done.stderr
+    raw = client(server.url).get("fleet:fetch_counts")
+    assert raw is not None and json.loads(raw)["agents"] == {"a": 2}
+
+
+def test_a_token_list_holding_star_is_refused_not_taken_for_every_agent() -> None:
+    from smart_search.errors import ConfigError
+    from smart_search.host.config_tokens import check_tokens
+
+    token = "tok-SENTINEL-0123456789abcdef"
+    [entry] = check_tokens([{"value": token, "agents": "*"}], "mcp.tokens")
+    assert entry.agents is None
+    for agents in (["*"], ["*", "tech"]):
+        with pytest.raises(ConfigError, match=r"mcp\.tokens\[0\]\.agents") as err:
+            check_tokens([{"value": token, "agents": agents}], "mcp.tokens")
+        assert "SENTINEL" not in str(err.value)
+
+
+class _Config:
+    """redis_health's CONFIG GET, answering from a dict."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values, self.refused = values, False
+
+    def get(self, name: str) -> str | None:
+        return self.values.get(name)
+
+
+@pytest.mark.parametrize(("fsync", "warned"), [("always", False), ("everysec", True), ("no", True)])
+def test_doctor_says_which_appendfsync_may_forget_the_last_writes(fsync: str, warned: bool) -> None:
+    from smart_search.store.redis_health import _persistence
+
+    out: dict = {"problems": [], "unknown": []}
+    config = _Config({"appendonly": "yes", "appendfsync": fsync, "save": ""})
+    facts = _persistence(config, {}, out)  # type: ignore[arg-type]
+    assert facts["verdict"].startswith(f"append-only file, appendfsync {fsync}")
+    assert ("may forget its last second" in facts["verdict"]) is warned
+    assert out["problems"] == []
