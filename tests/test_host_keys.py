@@ -304,6 +304,19 @@ def test_searxng_endpoint_from_openclaw(tmp_path: Path) -> None:
     ] == "http://127.0.0.1:1"  # fmt: skip
 
 
+def test_ollamas_own_host_from_openclaws_ollama_web_search_entry(tmp_path: Path) -> None:
+    """OpenClaw's Ollama web search with a local `baseUrl` and no key: smart-search's keyless
+    `ollama_local` tier uses that host; the hosted `ollama` API still needs a key; Firecrawl's
+    free tier takes no endpoint from OpenClaw (it has no entry of its own there)."""
+    entry = {"ollama": {"config": {"webSearch": {"baseUrl": "http://127.0.0.1:11434"}}},
+             "firecrawl": {"config": {"webSearch": {"baseUrl": "http://127.0.0.1:3002"}}}}
+    settings = settings_for(tmp_path, {"plugins": {"entries": entry}})
+    assert settings.endpoints["ollama_local"] == "http://127.0.0.1:11434"
+    assert settings.key_origins["ollama_local"].startswith("plugins.entries.ollama.config")
+    assert settings.api_keys["ollama"] is None
+    assert "firecrawl_free" not in settings.endpoints
+
+
 # --- the declaration a source makes --------------------------------------------------------------
 
 

@@ -24,7 +24,6 @@ docs/tools/firecrawl.md, read 2026-12):
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -189,21 +188,13 @@ def scrape_credits(resp: HttpResponse) -> int:
 # --- the keyless tier: Firecrawl Search (Free) -----------------------------------------------
 
 
-def _keyless_request(
-    query: str, settings: Settings, *, filters: dict[str, Any] | None = None
-) -> HttpRequest:
-    body = {**_body(query), **(filter_params(filters)[0] if filters else {})}
-    return parsing.keyless_post(settings, KEYLESS_NAME, PATH, body)
-
-
-KEYLESS = SimpleNamespace(
-    NAME=KEYLESS_NAME,
-    SOURCE=Source(
-        name=KEYLESS_NAME, label="Firecrawl (free)", kind="web", order=5, endpoint=None,
-        self_hosted=True,
-    ),
-    build_request=_keyless_request,
-    classify_status=lambda resp: parsing.keyless_status(KEYLESS.SOURCE, resp),
-    parse=lambda body: parsing.keyless_results(parse_response, body),
-    filter_params=filter_params,
-)  # fmt: skip
+KEYLESS = parsing.keyless_tier(
+    KEYLESS_NAME,
+    "Firecrawl (free)",
+    5,
+    PATH,
+    _body,
+    filter_params,
+    parse_response,
+    host_plugin=None,
+)

@@ -19,7 +19,6 @@ docs/tools/ollama-search.md, read 2026-12):
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from smart_search import errors
@@ -112,21 +111,13 @@ def filter_params(filters: dict[str, Any] | None) -> tuple[dict[str, Any], list[
 # --- the keyless tier: an Ollama host the operator runs --------------------------------------
 
 
-def _keyless_request(
-    query: str, settings: Settings, *, filters: dict[str, Any] | None = None
-) -> HttpRequest:
-    body = {**_body(query), **(filter_params(filters)[0] if filters else {})}
-    return parsing.keyless_post(settings, KEYLESS_NAME, LOCAL_PATH, body)
-
-
-KEYLESS = SimpleNamespace(
-    NAME=KEYLESS_NAME,
-    SOURCE=Source(
-        name=KEYLESS_NAME, label="Ollama (local)", kind="web", order=4, endpoint=None,
-        self_hosted=True,
-    ),
-    build_request=_keyless_request,
-    classify_status=lambda resp: parsing.keyless_status(KEYLESS.SOURCE, resp),
-    parse=lambda body: parsing.keyless_results(parse_response, body),
-    filter_params=filter_params,
-)  # fmt: skip
+KEYLESS = parsing.keyless_tier(
+    KEYLESS_NAME,
+    "Ollama (local)",
+    4,
+    LOCAL_PATH,
+    _body,
+    filter_params,
+    parse_response,
+    host_plugin=NAME,
+)

@@ -268,7 +268,49 @@ def instructed(filters: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         else:
             asks.append(ask)
     return ({"instructions": " ".join(asks)} if asks else {}), unsupported
+
+
 # --- a provider's keyless tier (`KEYLESS`, docs/sources.md): a web source of its own ----------
+
+
+def keyless_tier(
+    name: str,
+    label: str,
+    order: int,
+    path: str,
+    body: Callable[[str], dict[str, Any]],
+    filter_params: Callable[[dict[str, Any] | None], tuple[dict[str, Any], list[str]]],
+    parse_response: Callable[[HttpResponse, Any], Answer],
+    host_plugin: str | None = None,
+) -> Any:
+    """A provider's keyless tier (its module's `KEYLESS`): a self-hosted-style web source `name`
+    that POSTs `body(query)` and its filters to `endpoints.<name>` + `path` with no key, reads
+    the answer with its provider's own `parse_response`, and fails as the engines do
+    (`keyless_status`). `host_plugin`: the OpenClaw plugin whose `webSearch.baseUrl` may name
+    its endpoint (None: OpenClaw holds none for it)."""
+    from types import SimpleNamespace
+
+    from smart_search.sources.source import Source
+
+    source = Source(
+        name=name, label=label, kind="web", order=order, endpoint=None, self_hosted=True,
+        host_plugin=host_plugin,
+    )  # fmt: skip
+
+    def build_request(
+        query: str, settings: Settings, *, filters: dict[str, Any] | None = None
+    ) -> HttpRequest:
+        sent = {**body(query), **(filter_params(filters)[0] if filters else {})}
+        return keyless_post(settings, name, path, sent)
+
+    return SimpleNamespace(
+        NAME=name,
+        SOURCE=source,
+        build_request=build_request,
+        classify_status=lambda resp: keyless_status(source, resp),
+        parse=lambda page: keyless_results(parse_response, page),
+        filter_params=filter_params,
+    )
 
 
 def keyless_post(settings: Settings, name: str, path: str, body: dict[str, Any]) -> HttpRequest:
