@@ -213,6 +213,10 @@ OWN_MODULES = {
     "kimi": (("kimi", "moonshot"), {"kimi.py"}),
     "parallel": (("parallel.ai", "parallel_api_key", "providers.parallel", "parallel_free"),
                  {"parallel.py", "parallel_free.py"}),
+    # A keyless tier is declared in its provider's module (`KEYLESS`): ollama_local, firecrawl_free.
+    "minimax": (("minimax",), {"minimax.py"}),
+    "ollama": (("ollama", "ollama_local"), {"ollama.py"}),
+    "firecrawl": (("firecrawl", "firecrawl_free"), {"firecrawl.py"}),
 }
 
 
